@@ -1,0 +1,5 @@
+import sys
+
+from memprm.cli import main
+
+sys.exit(main())

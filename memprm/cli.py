@@ -1,0 +1,61 @@
+"""``python -m memprm COMMAND``: the command-line entry point.
+
+Every command takes ``--config FILE`` (a YAML file mirrored by :class:`memprm.config.MemprmConfig`) and dotted
+overrides (``key.sub=value``) after it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Sequence
+
+from memprm.config import ConfigError, MemprmConfig, load_config
+
+
+def _cmd_data(args: argparse.Namespace) -> int:
+    from memprm.data.source import load_source
+
+    cfg: MemprmConfig = load_config(args.config, args.overrides)
+    splits = load_source(cfg.data, args.source)
+    print(splits.report.format())
+    print(f"\nsplits of {splits.source}:")
+    print(f"  {'split':<16} {'dialogues':>9} {'sessions':>8} {'turns':>7} {'questions':>9}  by category")
+    for name, dialogues in splits.splits.items():
+        qs = [q for d in dialogues for q in d.questions]
+        cats = Counter(q.category for q in qs)
+        cat_text = ", ".join(f"{k} {v}" for k, v in sorted(cats.items()))
+        sessions = sum(len(d.sessions) for d in dialogues)
+        turns = sum(d.n_turns for d in dialogues)
+        print(f"  {name:<16} {len(dialogues):>9} {sessions:>8} {turns:>7} {len(qs):>9}  {cat_text}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m memprm",
+        description="Hindsight Memory-PRM: memory management trained with GRPO on auditable hindsight credit.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    data = sub.add_parser("data", help="load a data source and print its load report and split sizes")
+    data.add_argument("source", choices=["synthetic", "locomo", "longmemeval"])
+    data.set_defaults(func=_cmd_data)
+    for p in (data,):
+        p.add_argument("--config", default=None, help="YAML config file (see configs/)")
+        p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. data.categories=[1,2,3,4,5]")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (ConfigError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
