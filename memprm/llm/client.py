@@ -1,0 +1,467 @@
+"""One client for any OpenAI-compatible chat-completions endpoint (DeepSeek's API, a local vLLM server).
+
+Choices, documented once:
+
+- **Transport.** ``openai.OpenAI(base_url, api_key, timeout, max_retries=0)`` with our own retry loop, so every
+  attempt is counted and logged. Retried: 429 (rate limit), 408 and 409 (the openai package retries these too),
+  every 5xx, timeouts, connection errors, and 200 bodies that are not a chat completion (bad JSON, no
+  ``choices``). Backoff is exponential with jitter, ``d = min(backoff_max_s, backoff_base_s·2^k)`` slept as
+  ``d·U(0.5, 1)``; a ``Retry-After`` / ``Retry-After-Ms`` header replaces it (capped by ``backoff_max_s``, no
+  jitter). Any other 4xx (bad key, unknown model, bad request) is a configuration error: raised at once as
+  :class:`LLMRequestError`.
+- **Failures are values.** When transport retries run out, or a reply is still not the expected format after
+  ``format_retries`` re-asks, the question gets a :class:`Failure` (counted in ``failures``) — a wrong answer
+  for the caller, never an exception.
+- **Format re-asks.** :meth:`LLMClient.complete_json` parses the reply as one JSON object (a ```json fence, or
+  prose around the outermost ``{...}``, is tolerated) and passes it to ``validate``, which reports a bad shape
+  by raising ``ValueError`` (``KeyError`` and ``TypeError`` — a missing field, a wrong type — are treated the
+  same). A bad reply is re-asked as a new conversation: the original messages, the bad reply as the
+  assistant's turn, and a user turn naming the error. At temperature 0 re-sending the same messages would
+  return the same reply.
+- **Cache.** Raw replies are cached, keyed by model, model version, messages and sampling parameters
+  (:func:`memprm.llm.cache.cache_key`); validation is re-run on every read. So a malformed reply is cached
+  as *raw text*, never as a valid answer, and a replay reproduces the run exactly — the same re-asks, the same
+  :class:`Failure` — with zero HTTP requests. Transport failures and error bodies are never cached. Cached
+  completions keep the token counts of the original request; stats count tokens only for HTTP answers.
+- **Concurrency.** A semaphore of ``max_concurrency`` bounds this client's requests in flight, whichever
+  threads call it; :meth:`LLMClient.complete_many` fans a batch out over that many threads, in order.
+- **The key** is read from ``os.environ[api_key_env]`` when the client is built and lives only in the openai
+  client: it is not in the cache key or file, and the client's log lines and error messages are scrubbed of it.
+  Build one client per process (it holds an HTTP connection pool that must not cross a fork).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any, Literal, TypeVar
+
+import openai
+
+from memprm.llm.cache import ResponseCache, cache_key
+from memprm.llm.stats import RoleStats, stats_for
+
+log = logging.getLogger("memprm.llm")
+
+T = TypeVar("T")
+
+#: the placeholder key sent to servers that need none (vLLM's convention).
+NO_KEY = "EMPTY"
+MESSAGE_ROLES = ("system", "user", "assistant")
+_RETRY_STATUS = frozenset({408, 409, 429})
+REASK_TEMPLATE = (
+    "Your previous reply could not be used: {error}. "
+    "Reply again with only the JSON object requested, and no other text."
+)
+
+
+class LLMConfigError(ValueError):
+    """The client cannot be built as configured (e.g. the API-key variable is not set)."""
+
+
+class LLMRequestError(RuntimeError):
+    """The server refused the request for a reason retrying cannot fix (a 4xx such as 400, 401, 404)."""
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """One OpenAI-compatible endpoint and how to talk to it."""
+
+    #: the API root, e.g. ``https://api.deepseek.com/v1`` or ``http://127.0.0.1:8000/v1``; not in the cache key.
+    base_url: str
+    #: the model id sent to the server, e.g. ``deepseek-chat``; part of the cache key.
+    model: str
+    #: the pinned model version (a checkpoint date or hash); part of the cache key, so bump it when the served
+    #: weights change and old answers stop being reused.
+    model_version: str
+    #: name of the environment variable holding the API key; ``None`` or ``""`` for a server that needs no key
+    #: (the placeholder ``EMPTY`` is sent).
+    api_key_env: str | None = "OPENAI_API_KEY"
+    #: sampling temperature; 0 makes answers (nearly) deterministic and the cache meaningful.
+    temperature: float = 0.0
+    #: cap on completion tokens; ``None`` leaves it to the server. Part of the cache key.
+    max_tokens: int | None = 1024
+    #: per-request timeout in seconds (connect, read, write each).
+    timeout_s: float = 60.0
+    #: transport retries after the first attempt (429, 5xx, timeouts, connection errors, unparseable bodies).
+    max_retries: int = 5
+    #: first backoff step in seconds; doubles per retry.
+    backoff_base_s: float = 0.5
+    #: cap on one backoff sleep, ``Retry-After`` included.
+    backoff_max_s: float = 30.0
+    #: most requests of one client in flight at once.
+    max_concurrency: int = 8
+    #: re-asks after a reply that is not the expected JSON, before the question is recorded as a failure.
+    format_retries: int = 2
+    #: sqlite file of the response cache (shared by processes and roles); ``None`` = no cache.
+    cache_path: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"llm.base_url must start with http:// or https://, got {self.base_url!r}")
+        if not self.model.strip():
+            raise ValueError("llm.model must be a non-empty model id")
+        if not self.model_version.strip():
+            raise ValueError("llm.model_version must be non-empty (it pins the model in the cache key)")
+        if not 0.0 <= self.temperature <= 2.0:
+            raise ValueError(f"llm.temperature must be in [0, 2], got {self.temperature}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"llm.max_tokens must be >= 1 or null, got {self.max_tokens}")
+        if not self.timeout_s > 0:
+            raise ValueError(f"llm.timeout_s must be > 0, got {self.timeout_s}")
+        if self.max_retries < 0:
+            raise ValueError(f"llm.max_retries must be >= 0, got {self.max_retries}")
+        if self.backoff_base_s < 0 or self.backoff_max_s < self.backoff_base_s:
+            raise ValueError(
+                f"llm.backoff_base_s must be >= 0 and <= llm.backoff_max_s, got {self.backoff_base_s} and "
+                f"{self.backoff_max_s}"
+            )
+        if self.max_concurrency < 1:
+            raise ValueError(f"llm.max_concurrency must be >= 1, got {self.max_concurrency}")
+        if self.format_retries < 0:
+            raise ValueError(f"llm.format_retries must be >= 0, got {self.format_retries}")
+        if self.cache_path is not None and not self.cache_path.strip():
+            raise ValueError("llm.cache_path must be a file path or null, got an empty string")
+
+    def sampling_params(self) -> dict[str, Any]:
+        """The sampling parameters sent with every request (and hashed into the cache key)."""
+        return {"temperature": self.temperature, "max_tokens": self.max_tokens}
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str  # the reply's content ("" when the server sent null)
+    tokens_in: int  # prompt tokens reported by the server (0 when it reported no usage)
+    tokens_out: int  # completion tokens reported by the server
+    cached: bool  # answered from the on-disk cache
+    finish_reason: str | None = None  # "stop", "length", ... as reported
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A question the model could not answer usably; the caller scores it as a wrong answer."""
+
+    reason: str
+    raw: str | None  # the last reply's text (format failures), None when no reply arrived
+    kind: Literal["transport", "format"] = "format"
+
+
+def parse_chat_body(body: str) -> tuple[str, int, int, str | None]:
+    """``(content, prompt_tokens, completion_tokens, finish_reason)`` of a chat-completions response body.
+
+    Raises ``ValueError`` naming what is wrong when the body is not a chat completion. ``usage`` may be absent
+    (some servers omit it): the token counts are then 0.
+    """
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"response body is not JSON ({exc.msg} at char {exc.pos})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"response body is JSON {type(data).__name__}, not an object")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError("response has no choices[0]")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise ValueError("response has no choices[0].message")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise ValueError(f"choices[0].message.content is {type(content).__name__}, not a string")
+    usage = data.get("usage") or {}
+    if not isinstance(usage, dict):
+        raise ValueError("response usage is not an object")
+    tokens = []
+    for name in ("prompt_tokens", "completion_tokens"):
+        n = usage.get(name, 0)
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"usage.{name} is {n!r}, not a non-negative integer")
+        tokens.append(n)
+    finish = choices[0].get("finish_reason")
+    return content or "", tokens[0], tokens[1], finish if isinstance(finish, str) else None
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The JSON object in a model reply: the whole text, a ```json fenced block, or the outermost ``{...}``."""
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
+        stripped = stripped.rsplit("```", 1)[0].strip()
+    try:
+        obj = json.loads(stripped)
+    except json.JSONDecodeError as exc:
+        lo, hi = stripped.find("{"), stripped.rfind("}")
+        if not 0 <= lo < hi:
+            raise ValueError("the reply contains no JSON object") from None
+        try:
+            obj = json.loads(stripped[lo : hi + 1])
+        except json.JSONDecodeError:
+            raise ValueError(f"the reply is not valid JSON ({exc.msg} at char {exc.pos})") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"the reply is a JSON {type(obj).__name__}, not an object")
+    return obj
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """Seconds asked for by ``Retry-After-Ms`` or ``Retry-After`` (seconds or an HTTP date); None if absent."""
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            v = float(ms) / 1000.0
+            if math.isfinite(v) and v >= 0:
+                return v
+        except ValueError:
+            pass
+    ra = headers.get("retry-after")
+    if ra is None:
+        return None
+    try:
+        v = float(ra)
+    except ValueError:
+        try:
+            v = parsedate_to_datetime(ra).timestamp() - time.time()
+        except (TypeError, ValueError):
+            return None
+    return max(0.0, v) if math.isfinite(v) else None
+
+
+def backoff_s(retry: int, base: float, cap: float, retry_after: float | None, u: float) -> float:
+    """Sleep before transport retry ``retry`` (0-based): ``Retry-After`` if given, else jittered exponential.
+
+    ``u`` in [0, 1) is the jitter draw: ``min(cap, base·2^retry) · (0.5 + 0.5·u)``.
+    """
+    if retry_after is not None:
+        return min(cap, retry_after)
+    return min(cap, base * 2.0**retry) * (0.5 + 0.5 * u)
+
+
+def _read_key(cfg: LLMConfig, role: str) -> str:
+    if not cfg.api_key_env:
+        return NO_KEY
+    key = os.environ.get(cfg.api_key_env)
+    if not key:
+        raise LLMConfigError(
+            f"LLM role {role!r}: environment variable {cfg.api_key_env} is not set; it must hold the API key "
+            f"for {cfg.base_url} (set llm.api_key_env to null for a server that needs no key)"
+        )
+    return key
+
+
+def _check_messages(messages: Sequence[Mapping[str, str]], role: str) -> list[dict[str, str]]:
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence) or not messages:
+        raise ValueError(
+            f"LLM role {role!r}: messages must be a non-empty list of {{role, content}} mappings"
+        )
+    out = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping) or set(m) != {"role", "content"}:
+            keys = sorted(m) if isinstance(m, Mapping) else type(m).__name__
+            raise ValueError(
+                f"LLM role {role!r}: messages[{i}] must have exactly keys role, content; got {keys}"
+            )
+        if m["role"] not in MESSAGE_ROLES:
+            raise ValueError(
+                f"LLM role {role!r}: messages[{i}].role must be one of {MESSAGE_ROLES}, got {m['role']!r}"
+            )
+        if not isinstance(m["content"], str):
+            raise ValueError(f"LLM role {role!r}: messages[{i}].content must be a string")
+        out.append({"role": m["role"], "content": m["content"]})
+    return out
+
+
+class _Transient(Exception):
+    """An attempt that may succeed if retried."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+class LLMClient:
+    """``complete`` / ``complete_json`` (and their ``_many`` batch forms) for one role on one endpoint."""
+
+    def __init__(self, cfg: LLMConfig, role: str, stats: RoleStats | None = None, seed: int | None = None):
+        if not role:
+            raise ValueError("LLMClient: role must be a non-empty string")
+        self.cfg = cfg
+        self.role = role
+        self.stats = stats if stats is not None else stats_for(role)
+        self._key = _read_key(cfg, role)
+        self._openai = openai.OpenAI(
+            base_url=cfg.base_url, api_key=self._key, timeout=cfg.timeout_s, max_retries=0
+        )
+        self.cache = ResponseCache(cfg.cache_path) if cfg.cache_path is not None else None
+        self._slots = threading.BoundedSemaphore(cfg.max_concurrency)
+        self._rng = random.Random(seed)  # jitter only; answers never depend on it
+        self._rng_lock = threading.Lock()
+
+    # --- public API ------------------------------------------------------------------------------------
+    def complete(self, messages: Sequence[Mapping[str, str]]) -> Completion | Failure:
+        """The model's reply, from the cache or the server; a :class:`Failure` when transport retries run out."""
+        out = self._ask(_check_messages(messages, self.role))
+        if isinstance(out, Failure):
+            self.stats.add(failures=1)
+        return out
+
+    def complete_json(
+        self, messages: Sequence[Mapping[str, str]], validate: Callable[[dict[str, Any]], T]
+    ) -> T | Failure:
+        """``validate(reply as a JSON object)``, re-asking up to ``format_retries`` times on a bad reply."""
+        convo = _check_messages(messages, self.role)
+        reason, raw = "", ""
+        for attempt in range(self.cfg.format_retries + 1):
+            if attempt:
+                self.stats.add(reasks=1)
+            out = self._ask(convo)
+            if isinstance(out, Failure):
+                self.stats.add(failures=1)
+                return out
+            try:
+                return validate(parse_json_object(out.text))
+            except (ValueError, KeyError, TypeError) as exc:
+                self.stats.add(format_failures=1)
+                reason, raw = f"{type(exc).__name__}: {exc}"[:300], out.text
+                log.debug("role=%s: reply %d not usable (%s)", self.role, attempt + 1, self._redact(reason))
+                convo = [
+                    *convo,
+                    {"role": "assistant", "content": out.text},
+                    {"role": "user", "content": REASK_TEMPLATE.format(error=reason)},
+                ]
+        self.stats.add(failures=1)
+        log.warning(
+            "role=%s: reply still not usable after %d re-asks: %s",
+            self.role,
+            self.cfg.format_retries,
+            self._redact(reason),
+        )
+        return Failure(reason=reason, raw=raw, kind="format")
+
+    def complete_many(self, batch: Sequence[Sequence[Mapping[str, str]]]) -> list[Completion | Failure]:
+        """:meth:`complete` over a batch, ``max_concurrency`` at a time, results in input order."""
+        return self._map(self.complete, batch)
+
+    def complete_json_many(
+        self, batch: Sequence[Sequence[Mapping[str, str]]], validate: Callable[[dict[str, Any]], T]
+    ) -> list[T | Failure]:
+        """:meth:`complete_json` over a batch, ``max_concurrency`` at a time, results in input order."""
+        return self._map(lambda m: self.complete_json(m, validate), batch)
+
+    def close(self) -> None:
+        self._openai.close()
+        if self.cache is not None:
+            self.cache.close()
+
+    # --- internals -------------------------------------------------------------------------------------
+    def _map(self, fn: Callable[[Any], T], batch: Sequence[Any]) -> list[T]:
+        items = list(batch)
+        if len(items) <= 1:
+            return [fn(m) for m in items]
+        with ThreadPoolExecutor(max_workers=min(self.cfg.max_concurrency, len(items))) as pool:
+            return list(pool.map(fn, items))
+
+    def _ask(self, messages: list[dict[str, str]]) -> Completion | Failure:
+        """One model request: cache, else HTTP with transport retries. Counts ``calls`` and below."""
+        self.stats.add(calls=1)
+        key = cache_key(self.cfg.model, self.cfg.model_version, messages, self.cfg.sampling_params())
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.stats.add(cache_hits=1)
+                log.debug("role=%s: cache hit %s", self.role, key[:12])
+                return self._from_cache(hit, key)
+        reason = ""
+        for attempt in range(self.cfg.max_retries + 1):
+            try:
+                text, n_in, n_out, finish = self._post(messages, attempt)
+            except _Transient as exc:
+                reason = exc.reason
+                if attempt == self.cfg.max_retries:
+                    break
+                with self._rng_lock:
+                    u = self._rng.random()
+                delay = backoff_s(
+                    attempt, self.cfg.backoff_base_s, self.cfg.backoff_max_s, exc.retry_after, u
+                )
+                self.stats.add(retries=1)
+                log.warning(
+                    "role=%s: %s (attempt %d of %d); retrying in %.3fs",
+                    self.role,
+                    self._redact(reason),
+                    attempt + 1,
+                    self.cfg.max_retries + 1,
+                    delay,
+                )
+                time.sleep(delay)
+                continue
+            self.stats.add(tokens_in=n_in, tokens_out=n_out)
+            if self.cache is not None:
+                value = {"text": text, "tokens_in": n_in, "tokens_out": n_out, "finish_reason": finish}
+                self.cache.put(key, json.dumps(value, ensure_ascii=False))
+            return Completion(text, n_in, n_out, cached=False, finish_reason=finish)
+        log.warning(
+            "role=%s: giving up after %d attempts: %s",
+            self.role,
+            self.cfg.max_retries + 1,
+            self._redact(reason),
+        )
+        return Failure(reason=f"transport: {reason}", raw=None, kind="transport")
+
+    def _post(self, messages: list[dict[str, str]], attempt: int) -> tuple[str, int, int, str | None]:
+        params: dict[str, Any] = {"temperature": self.cfg.temperature}
+        if self.cfg.max_tokens is not None:
+            params["max_tokens"] = self.cfg.max_tokens
+        with self._slots:
+            self.stats.add(http_requests=1)
+            log.debug(
+                "role=%s: POST chat/completions model=%s attempt=%d", self.role, self.cfg.model, attempt + 1
+            )
+            try:
+                raw = self._openai.chat.completions.with_raw_response.create(
+                    model=self.cfg.model, messages=messages, **params
+                )
+                body = raw.text
+            except openai.APIStatusError as exc:
+                code = exc.status_code
+                if code in _RETRY_STATUS or code >= 500:
+                    raise _Transient(f"HTTP {code}", retry_after_s(exc.response.headers)) from None
+                raise LLMRequestError(
+                    f"LLM role {self.role!r}: {self.cfg.base_url} answered HTTP {code} for model "
+                    f"{self.cfg.model!r}: {self._redact(str(exc))[:500]}"
+                ) from None
+            except openai.APITimeoutError:
+                raise _Transient(f"timed out after {self.cfg.timeout_s:g}s") from None
+            except openai.APIConnectionError as exc:
+                cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "no detail"
+                raise _Transient(f"connection error ({cause})") from None
+        try:
+            return parse_chat_body(body)
+        except ValueError as exc:
+            raise _Transient(f"unusable response body: {exc}") from None
+
+    def _from_cache(self, value: str, key: str) -> Completion:
+        try:
+            d = json.loads(value)
+            return Completion(
+                str(d["text"]),
+                int(d["tokens_in"]),
+                int(d["tokens_out"]),
+                cached=True,
+                finish_reason=d["finish_reason"],
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            path = self.cache.path if self.cache is not None else "?"
+            raise ValueError(f"response cache {path}: row {key} is corrupt ({exc})") from None
+
+    def _redact(self, text: str) -> str:
+        if self._key != NO_KEY and len(self._key) >= 4:
+            return text.replace(self._key, "***")
+        return text
