@@ -42,7 +42,9 @@ class MemprmConfig:
     output_dir: str = "runs"
 
 
-def load_config(path: str | Path | None = None, overrides: Sequence[str] = (), cls: type[T] = MemprmConfig) -> T:
+def load_config(
+    path: str | Path | None = None, overrides: Sequence[str] = (), cls: type[T] = MemprmConfig
+) -> T:
     """Defaults ← YAML file (optional) ← dotted overrides, as a validated ``cls`` instance."""
     merged = OmegaConf.create({})
     if path is not None:
@@ -64,12 +66,16 @@ def build(cls: type[T], raw: Any, where: str = "", prefix: str = "") -> T:
     if isinstance(raw, cls):
         return raw
     if not isinstance(raw, dict):
-        raise ConfigError(f"{_loc(where, prefix)}: expected a mapping for {cls.__name__}, got {raw!r}")
+        raise ConfigError(
+            f"{_loc(where, prefix.rstrip('.') or cls.__name__)}: expected a mapping for {cls.__name__}, got {raw!r}"
+        )
     hints = get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(raw) - names)
     if unknown:
-        raise ConfigError(f"{_loc(where, prefix)}: unknown key(s) {unknown}; valid keys: {sorted(names)}")
+        raise ConfigError(
+            f"{_loc(where, prefix.rstrip('.') or cls.__name__)}: unknown key(s) {unknown}; valid keys: {sorted(names)}"
+        )
     kwargs = {k: _convert(hints[k], v, where, f"{prefix}{k}") for k, v in raw.items()}
     try:
         return cls(**kwargs)

@@ -25,7 +25,9 @@ def brute_force(bank, vecs, q, layer, width, hidden=frozenset()):
     for e in bank.entries(layer):
         if e.id in hidden:
             continue
-        scores = [float(vecs[int(v.content[1:])].astype(np.float64) @ q.astype(np.float64)) for v in e.versions]
+        scores = [
+            float(vecs[int(v.content[1:])].astype(np.float64) @ q.astype(np.float64)) for v in e.versions
+        ]
         best[e.id] = (max(scores), e.seq)
     return [eid for eid, _ in sorted(best.items(), key=lambda kv: (-kv[1][0], kv[1][1]))[:width]]
 
@@ -51,8 +53,10 @@ def test_retrieval_equals_brute_force(seed, n_ops, dup, width):
     vecs = rng.normal(size=(n_vecs, 16)).astype(np.float32)
     emb = TableEmbedder(vecs)
     bank = random_bank(rng, n_ops, n_vecs)
-    r = Retriever(emb, RetrieverConfig(widths={"event": width, "profile": width, "verbatim": 1},
-                                       paths=("event", "profile")))
+    r = Retriever(
+        emb,
+        RetrieverConfig(widths={"event": width, "profile": width, "verbatim": 1}, paths=("event", "profile")),
+    )
     q = emb.vecs[rng.integers(n_vecs)] + 0.1 * rng.normal(size=16).astype(np.float32)
     got = r.retrieve_vector(bank, q)
     for layer in ("event", "profile"):
@@ -62,7 +66,9 @@ def test_retrieval_equals_brute_force(seed, n_ops, dup, width):
     hidden = frozenset(rng.choice(ids, size=min(len(ids), 3), replace=False).tolist())
     got_cf = r.retrieve_vector(bank.without(hidden), q)
     for layer in ("event", "profile"):
-        assert [h.entry.id for h in got_cf.by_layer(layer)] == brute_force(bank, emb.vecs, q, layer, width, hidden)
+        assert [h.entry.id for h in got_cf.by_layer(layer)] == brute_force(
+            bank, emb.vecs, q, layer, width, hidden
+        )
 
 
 def test_whole_chain_returned_and_score_is_max_over_versions():
@@ -94,7 +100,9 @@ def test_forks_see_only_their_own_versions_and_share_the_index():
     ids_b = set(r.retrieve(b, "marathon").entry_ids)
     ids_p = set(r.retrieve(parent, "marathon").entry_ids)
     assert ids_a == {"e00000", "e00001"} and ids_b == {"e00000", "e00001"}
-    assert "Ana ran the Lisbon marathon in May" in [h.entry.latest.content for h in r.retrieve(a, "marathon").hits]
+    assert "Ana ran the Lisbon marathon in May" in [
+        h.entry.latest.content for h in r.retrieve(a, "marathon").hits
+    ]
     assert "Bruno baked bread" in [h.entry.latest.content for h in r.retrieve(b, "bread").hits]
     assert len(ids_p) == 2
     # only the three new versions and the new query "bread" were embedded: the shared part was not re-indexed

@@ -83,7 +83,9 @@ def main() -> None:
     faiss.omp_set_num_threads(1)
     emb = TableEmbedder(40_000)
     retriever = Retriever(emb)
-    queries = emb.vecs[rng.integers(0, 20_000, size=64)] + 0.05 * rng.normal(size=(64, DIM)).astype(np.float32)
+    queries = emb.vecs[rng.integers(0, 20_000, size=64)] + 0.05 * rng.normal(size=(64, DIM)).astype(
+        np.float32
+    )
     rows = []
 
     # (a) retrieval over 20,000 versions

@@ -46,11 +46,11 @@ class DataConfig:
         if self.categories is not None and not set(self.categories) <= {1, 2, 3, 4, 5}:
             raise ValueError(f"data.categories must be within 1..5, got {self.categories}")
 
-    def resolved_root(self) -> Path:
+    def resolved_root(self, source: str | None = None) -> Path:
         root = os.environ.get("MEMPRM_DATA") or self.root
         if not root:
             raise FileNotFoundError(
-                f"data.source={self.source!r} needs a data root: set MEMPRM_DATA or data.root "
+                f"data source {source or self.source!r} needs a data root: set MEMPRM_DATA or data.root "
                 "(python tools/download_data.py fetches the files)"
             )
         return Path(root)
@@ -61,7 +61,7 @@ def load_source(cfg: DataConfig, source: str | None = None) -> DataSplits:
     source = source or cfg.source
     if source == "synthetic":
         return generate_synthetic(cfg.synthetic)
-    root = cfg.resolved_root()
+    root = cfg.resolved_root(source)
     if source == "locomo":
         from memprm.data.locomo import load_locomo
 

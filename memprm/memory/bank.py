@@ -131,7 +131,11 @@ class MemoryBank:
         """Entries and versions per entry over the given layers (the paper's organization metrics)."""
         es = [e for e in self._entries.values() if e.layer in set(layers)]
         n_versions = sum(len(e.versions) for e in es)
-        return {"entries": len(es), "versions": n_versions, "versions_per_entry": n_versions / max(len(es), 1)}
+        return {
+            "entries": len(es),
+            "versions": n_versions,
+            "versions_per_entry": n_versions / max(len(es), 1),
+        }
 
     # ------------------------------------------------------------------ operations
     def write(
@@ -167,7 +171,9 @@ class MemoryBank:
         _check_content(content)
         old = self.entry(entry_id)
         if old.layer == "verbatim":
-            raise BankError(f"cannot merge into verbatim entry {entry_id!r}: the verbatim layer is append-only")
+            raise BankError(
+                f"cannot merge into verbatim entry {entry_id!r}: the verbatim layer is append-only"
+            )
         op_id = self._op_id()
         version = Version(content, timestamp, _turns(source_turn_ids, turn_id), op_id)
         self._entries[entry_id] = Entry(old.id, old.layer, old.key, old.versions + (version,), old.seq)
@@ -258,7 +264,9 @@ class MemoryBank:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], source: str = "<dict>") -> MemoryBank:
         if d.get("format_version") != FORMAT_VERSION:
-            raise BankError(f"{source}: bank format_version {d.get('format_version')!r}, expected {FORMAT_VERSION}")
+            raise BankError(
+                f"{source}: bank format_version {d.get('format_version')!r}, expected {FORMAT_VERSION}"
+            )
         try:
             entries = {}
             for e in d["entries"]:

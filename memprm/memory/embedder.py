@@ -13,9 +13,9 @@ text is embedded twice in a process. Texts are embedded in batches.
 from __future__ import annotations
 
 import hashlib
-from abc import ABC, abstractmethod
 import os
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -103,7 +103,9 @@ class SentenceEmbedder(_CachedEmbedder):
         self.dim = int(self.model.get_sentence_embedding_dimension())
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        return self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)
+        return self.model.encode(
+            texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+        )
 
 
 def resolve_model_path(model: str) -> str:

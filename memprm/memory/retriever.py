@@ -53,7 +53,9 @@ class RetrieverConfig:
         if self.device not in ("cpu", "cuda"):
             raise ValueError(f"retriever.device must be 'cpu' or 'cuda', got {self.device!r}")
         if self.device == "cuda" and not hasattr(faiss, "StandardGpuResources"):
-            raise ValueError("retriever.device='cuda' needs faiss with GPU support: pip install 'memprm[gpu]'")
+            raise ValueError(
+                "retriever.device='cuda' needs faiss with GPU support: pip install 'memprm[gpu]'"
+            )
         if self.max_segments < 1:
             raise ValueError("retriever.max_segments must be >= 1")
 

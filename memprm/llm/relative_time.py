@@ -1,0 +1,84 @@
+"""Resolving relative time expressions against the date a turn was said.
+
+The offline reader answers "when" questions from a version's timestamp (its session date) and any relative
+expression in the version's text. Conventions (LoCoMo's annotation style):
+
+- ``today`` → the date; ``yesterday`` → −1 day; ``the day before yesterday`` → −2 days;
+- ``N days ago`` / ``N weeks ago`` (digits or one…ten; ``a`` = 1) → −N days / −7N days;
+- ``last <weekday>`` / ``on <weekday>`` (past tense talk) → the most recent such weekday strictly before;
+- ``last weekend`` → the most recent Saturday strictly before;
+- ``last week`` → the phrase "the week before <date>"; ``last month`` / ``last year`` → "the month/year
+  before <date>" — LoCoMo's gold answers use exactly these phrasings.
+
+The first expression found (left to right) wins; with none, the date itself is the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_NUM = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
+_NUM_RE = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten)"
+_PATTERNS = [
+    ("before_yesterday", re.compile(r"\bthe day before yesterday\b")),
+    ("yesterday", re.compile(r"\byesterday\b")),
+    ("today", re.compile(r"\b(?:today|this morning|tonight)\b")),
+    ("days_ago", re.compile(rf"\b{_NUM_RE} days? ago\b")),
+    ("weeks_ago", re.compile(rf"\b{_NUM_RE} weeks? ago\b")),
+    ("weekend", re.compile(r"\blast weekend\b")),
+    (
+        "weekday",
+        re.compile(r"\b(?:last|on|this past) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"),
+    ),
+    ("week", re.compile(r"\blast week\b")),
+    ("month", re.compile(r"\blast month\b")),
+    ("year", re.compile(r"\blast year\b")),
+]
+
+
+def format_date(d: datetime) -> str:
+    """``7 May 2023`` (no zero padding; LoCoMo's style)."""
+    return f"{d.day} {d.strftime('%B')} {d.year}"
+
+
+def _before_weekday(d: datetime, weekday: int) -> datetime:
+    delta = (d.weekday() - weekday) % 7 or 7
+    return d - timedelta(days=delta)
+
+
+def resolve(text: str, said_on: datetime) -> str:
+    """The date (or period) that ``text``, said on ``said_on``, refers to, as an answer string."""
+    low = text.lower()
+    found = [(m.start(), kind, m) for kind, rx in _PATTERNS if (m := rx.search(low))]
+    if not found:
+        return format_date(said_on)
+    _, kind, m = min(found, key=lambda f: f[0])
+    if kind == "before_yesterday":
+        return format_date(said_on - timedelta(days=2))
+    if kind == "yesterday":
+        return format_date(said_on - timedelta(days=1))
+    if kind == "today":
+        return format_date(said_on)
+    if kind in ("days_ago", "weeks_ago"):
+        n = int(m.group(1)) if m.group(1).isdigit() else _NUM[m.group(1)]
+        return format_date(said_on - timedelta(days=n * (7 if kind == "weeks_ago" else 1)))
+    if kind == "weekend":
+        return format_date(_before_weekday(said_on, 5))
+    if kind == "weekday":
+        return format_date(_before_weekday(said_on, WEEKDAYS.index(m.group(1))))
+    return f"the {kind} before {format_date(said_on)}"

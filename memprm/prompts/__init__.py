@@ -1,0 +1,1 @@
+"""Prompt templates of the LLM roles (plain text, str.format fields)."""

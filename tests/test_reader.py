@@ -1,0 +1,107 @@
+"""The offline extractive reader, relative dates, rendering and citation checks."""
+
+from datetime import datetime
+
+import pytest
+
+from memprm.data.records import Question
+from memprm.llm.reader import ExtractiveReader, ReaderConfig, extract_span
+from memprm.llm.relative_time import format_date, resolve
+from memprm.llm.render import approx_tokens, render_retrieval
+from memprm.llm.roles import ABSTAIN_ANSWER, check_citations
+from memprm.memory import HashingEmbedder, MemoryBank, Retriever
+
+
+def q(text: str) -> Question:
+    return Question(id="q", text=text, answer="", category="single-hop")
+
+
+@pytest.mark.parametrize(
+    "text, said, expected",
+    [
+        ("I ran a marathon yesterday!", "2023-05-08", "7 May 2023"),
+        ("the day before yesterday we met", "2023-05-08", "6 May 2023"),
+        ("I adopted him two days ago", "2023-05-08", "6 May 2023"),
+        ("3 weeks ago I moved", "2023-05-08", "17 April 2023"),
+        ("a week ago I moved", "2023-05-08", "1 May 2023"),
+        # 8 May 2023 is a Monday: last Saturday = 6 May, last Monday = 1 May (strictly before)
+        ("Last Saturday I baked bread", "2023-05-08", "6 May 2023"),
+        ("last monday was fun", "2023-05-08", "1 May 2023"),
+        ("last weekend was fun", "2023-05-08", "6 May 2023"),
+        ("I went hiking last week", "2023-05-08", "the week before 8 May 2023"),
+        ("last year I lived in Oslo", "2023-05-08", "the year before 8 May 2023"),
+        ("I live in Oslo", "2023-05-08", "8 May 2023"),
+        ("yesterday, or was it two days ago?", "2023-05-08", "7 May 2023"),  # first expression wins
+    ],
+)
+def test_relative_time_resolution(text, said, expected):
+    assert resolve(text, datetime.fromisoformat(said)) == expected
+
+
+def test_format_date_has_no_zero_padding():
+    assert format_date(datetime(2023, 5, 7)) == "7 May 2023"
+
+
+@pytest.mark.parametrize(
+    "content, question, answer",
+    [
+        ("Ana: I adopted a dog named Biscuit last week.", "What is the name of Ana's dog?", "Biscuit"),
+        ("Ana: I work as a nurse now.", "What does Ana work as?", "nurse"),
+        ("Bo: We moved to Lisbon in March. It is sunny.", "Where did Bo move to?", "Lisbon"),
+        ("Ana: I ran 42 kilometres on Sunday", "How many kilometres did Ana run?", "42"),
+    ],
+)
+def test_extract_span(content, question, answer):
+    assert extract_span(content, question) == answer
+
+
+def _bank():
+    b = MemoryBank()
+    e = b.write("profile", "Ana works as a teacher", key="job", timestamp="2023-01-10").entry_id
+    b.merge(e, "Ana now works as a nurse", timestamp="2023-06-01")
+    b.write("event", "Ana ran a marathon yesterday", timestamp="2023-05-08")
+    b.write("event", "Bo baked sourdough bread", timestamp="2023-05-09")
+    return b, e
+
+
+def test_reader_uses_newest_version_for_current_value_and_dates_for_when():
+    emb = HashingEmbedder(dim=512)
+    bank, job = _bank()
+    r = Retriever(emb)
+    reader = ExtractiveReader(emb, ReaderConfig(abstain_threshold=0.05))
+    cur = reader.answer(
+        q("What does Ana currently work as?"), r.retrieve(bank, "What does Ana currently work as?")
+    )
+    assert cur.answer == "nurse" and cur.cited == (job,)
+    when = reader.answer(q("When did Ana run a marathon?"), r.retrieve(bank, "When did Ana run a marathon?"))
+    assert when.answer == "7 May 2023" and len(when.cited) == 1
+    assert when.context_tokens > 0
+
+
+def test_reader_abstains_on_empty_or_unrelated_memory():
+    emb = HashingEmbedder(dim=512)
+    reader = ExtractiveReader(emb, ReaderConfig(abstain_threshold=0.3))
+    r = Retriever(emb)
+    empty = reader.answer(q("What is Ana's car?"), r.retrieve(MemoryBank(), "What is Ana's car?"))
+    assert empty.answer == ABSTAIN_ANSWER and empty.cited == ()
+    bank, _ = _bank()
+    far = reader.answer(q("Which violin concerto?"), r.retrieve(bank, "Which violin concerto?"))
+    assert far.answer == ABSTAIN_ANSWER and far.cited == ()
+
+
+def test_render_and_citation_check():
+    emb = HashingEmbedder(dim=128)
+    bank, job = _bank()
+    ret = Retriever(emb).retrieve(bank, "Ana job")
+    text = render_retrieval(ret)
+    assert f"[{job} | profile | key: job]" in text
+    assert (
+        "v1 (2023-01-10): Ana works as a teacher" in text
+        and "v2 (2023-06-01): Ana now works as a nurse" in text
+    )
+    kept, dropped = check_citations([job, "e99999", job], ret)
+    assert kept == (job,) and dropped == ("e99999",)
+    assert approx_tokens("Ana's dog, Biscuit!") == 7
+    assert ReaderConfig().kind == "extractive"
+    with pytest.raises(ValueError, match="reader.kind"):
+        ReaderConfig(kind="abstractive")

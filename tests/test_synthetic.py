@@ -1,0 +1,490 @@
+"""The synthetic generator: determinism, ids, dates, facts, and that every question kind is what it claims.
+
+Checks recompute things independently of the generator where they can: temporal answers from the turn's
+relative expression and the session date, knowledge-update answers from a timeline parsed out of the
+canonical fact texts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import replace
+from datetime import date, timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memprm.data import synthetic_templates as T
+from memprm.data.records import Dialogue
+from memprm.data.synthetic import (
+    CATEGORIES,
+    SyntheticConfig,
+    format_date,
+    format_session_datetime,
+    generate_dialogue,
+    generate_synthetic,
+    resolve_relative_time,
+    split_questions,
+)
+
+DEFAULT = SyntheticConfig()
+LONGER = "session longer than turns_per_session to fit its facts"
+
+
+@pytest.fixture(scope="module")
+def data():
+    return generate_synthetic(DEFAULT)
+
+
+def dialogues(data) -> list[Dialogue]:
+    return [*data["train"], *data["dev"], *data["test"]]
+
+
+def word_in(word: str, text: str) -> bool:
+    return re.search(rf"\b{re.escape(word)}\b", text, flags=re.IGNORECASE) is not None
+
+
+# --- an independent reading of the texts ----------------------------------------------------------------
+
+MONTH = {m: i for i, m in enumerate(T.MONTHS, start=1)}
+DAY_OFFSETS = {
+    "this morning": 0, "yesterday": 1, "two days ago": 2, "three days ago": 3, "four days ago": 4,
+    "five days ago": 5, "a week ago": 7,
+}  # fmt: skip
+WEEKDAY = {
+    w: i for i, w in enumerate(("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"))
+}
+WEEKDAY_RE = r"last (?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)"
+RELATIVE = re.compile(
+    "|".join([*(re.escape(k) for k in DAY_OFFSETS), WEEKDAY_RE, "last week"]), re.IGNORECASE
+)
+
+
+def expected_temporal(expression: str, day: date) -> str:
+    expression = expression.lower()
+    if expression == "last week":
+        return f"the week before {day.day} {T.MONTHS[day.month - 1]} {day.year}"
+    if expression in DAY_OFFSETS:
+        d = day - timedelta(days=DAY_OFFSETS[expression])
+    else:
+        target = WEEKDAY[expression.split()[1].capitalize()]
+        d = day - timedelta(days=1)
+        while d.weekday() != target:
+            d -= timedelta(days=1)
+    return f"{d.day} {T.MONTHS[d.month - 1]} {d.year}"
+
+
+def _fact_regex(template: str) -> re.Pattern[str]:
+    out = re.escape(template)
+    for slot, group in (
+        ("{name}", r"(?P<name>\w+)"), ("{a_v}", r"an? (?P<v>.+?)"), ("{v}", r"(?P<v>.+?)"),
+        ("{a_old}", r"an? .+?"), ("{old}", r".+?"), ("{poss}", r"(?:his|her)"),
+    ):  # fmt: skip
+        out = out.replace(re.escape(slot), group)
+    return re.compile(f"^{out}$")
+
+
+FACT_PATTERNS = [(a.key, _fact_regex(t)) for a in T.ATTRIBUTES for t in (a.fact, a.fact_change)]
+
+
+def parse_profile_fact(text: str) -> tuple[str, str, str] | None:
+    """(speaker, attribute key, value) of a canonical profile fact; None for an event fact."""
+    hits = [(key, m) for key, p in FACT_PATTERNS if (m := p.match(text))]
+    if text.startswith(("On ", "In the week before ")):
+        assert not hits, text
+        return None
+    assert len({k for k, _ in hits}) == 1, f"fact {text!r} matches {[k for k, _ in hits]}"
+    key, m = hits[0]
+    return m["name"], key, m["v"]
+
+
+def timelines(d: Dialogue) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """(speaker, attribute) -> [(turn id, value)] in dialogue order, from the fact annotations alone."""
+    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for t in d.turns():
+        for f in t.facts:
+            parsed = parse_profile_fact(f.text)
+            if parsed:
+                out.setdefault(parsed[:2], []).append((t.id, parsed[2]))
+    return out
+
+
+# --- determinism ----------------------------------------------------------------------------------------
+
+
+def test_same_config_gives_identical_data(data):
+    again = generate_synthetic(DEFAULT)
+    assert again.splits == data.splits
+    assert (again.report.skips, again.report.repairs) == (data.report.skips, data.report.repairs)
+
+
+def test_seed_and_index_change_the_data(data):
+    other = generate_synthetic(replace(DEFAULT, seed=1))
+    texts = [[t.text for t in d.turns()] for d in dialogues(data)]
+    other_texts = [[t.text for t in d.turns()] for d in dialogues(other)]
+    assert all(a != b for a, b in zip(texts, other_texts, strict=True))
+    assert len({tuple(t) for t in texts}) == len(texts), "two dialogues of one run are identical"
+
+
+def test_a_dialogue_depends_only_on_config_and_index(data):
+    assert generate_dialogue(DEFAULT, 6) == data["test"][1]
+    more = replace(DEFAULT, n_dialogues=20, n_train=10)
+    assert generate_dialogue(more, 3) == data["train"][3]
+    with pytest.raises(ValueError, match="index"):
+        generate_dialogue(DEFAULT, -1)
+
+
+# --- structure ------------------------------------------------------------------------------------------
+
+
+def test_ids_and_evidence(data):
+    ids = [d.id for d in dialogues(data)]
+    assert ids == [f"syn-{i:03d}" for i in range(10)]
+    for d in dialogues(data):
+        assert d.source == "synthetic" and len(set(d.speakers)) == 2
+        for s, session in enumerate(d.sessions, start=1):
+            assert session.index == s
+            assert [t.id for t in session.turns] == [f"D{s}:{i}" for i in range(1, len(session.turns) + 1)]
+            assert all(t.session_index == s and t.speaker in d.speakers for t in session.turns)
+        order = {t.id: i for i, t in enumerate(d.turns())}
+        assert [q.id for q in d.questions] == [f"{d.id}/q{i:02d}" for i in range(1, len(d.questions) + 1)]
+        assert len({q.text for q in d.questions}) == len(d.questions), "a question is asked twice"
+        for q in d.questions:
+            assert q.category in CATEGORIES and q.category_id == 0
+            assert all(e in order for e in q.evidence), (q.id, q.evidence)
+            positions = [order[e] for e in q.evidence]
+            assert positions == sorted(set(positions))
+            assert q.unanswerable == (q.category == "unanswerable")
+            assert bool(q.evidence) != q.unanswerable
+
+
+def test_sessions_dated_increasing_within_the_gap_bounds(data):
+    for d in dialogues(data):
+        times = [s.datetime for s in d.sessions]
+        assert all(a < b for a, b in zip(times, times[1:], strict=False))
+        gaps = [(b.date() - a.date()).days for a, b in zip(times, times[1:], strict=False)]
+        assert all(DEFAULT.min_gap_days <= g <= DEFAULT.max_gap_days for g in gaps), gaps
+        assert all(s.datetime_text == format_session_datetime(s.datetime) for s in d.sessions)
+        assert all(q.date == times[-1] for q in d.questions)
+
+
+def test_session_header_and_date_format():
+    from datetime import datetime
+
+    assert format_session_datetime(datetime(2023, 5, 8, 13, 56)) == "1:56 pm on 8 May, 2023"
+    assert format_session_datetime(datetime(2023, 5, 8, 0, 5)) == "12:05 am on 8 May, 2023"
+    assert format_session_datetime(datetime(2023, 5, 8, 12, 0)) == "12:00 pm on 8 May, 2023"
+    assert format_date(date(2024, 2, 29)) == "29 February 2024"
+
+
+def test_speakers_alternate_and_sessions_have_the_target_length(data):
+    longer = 0
+    for d in dialogues(data):
+        for s in d.sessions:
+            speakers = [t.speaker for t in s.turns]
+            assert all(a != b for a, b in zip(speakers, speakers[1:], strict=False)), (d.id, s.index)
+            assert len(s.turns) >= DEFAULT.turns_per_session
+            longer += len(s.turns) > DEFAULT.turns_per_session
+    assert data.report.repairs.get(LONGER, 0) == longer
+
+
+def test_every_kind_present_and_shortfalls_reported(data):
+    counts = Counter(q.category for d in dialogues(data) for q in d.questions)
+    assert set(counts) == set(CATEGORIES)
+    for category, n in DEFAULT.questions_requested.items():
+        skipped = data.report.skips.get(f"{category} question not formed (too few candidates)", 0)
+        assert counts[category] + skipped == n * DEFAULT.n_dialogues, category
+    assert 20 <= sum(counts.values()) / DEFAULT.n_dialogues <= 30
+
+
+# --- facts and distractors ------------------------------------------------------------------------------
+
+
+def test_fact_turns_carry_one_canonical_fact(data):
+    for d in dialogues(data):
+        day_of = {s.index: s.datetime.date() for s in d.sessions}
+        for t in d.turns():
+            assert len(t.facts) <= 1
+            for f in t.facts:
+                assert (f.turn_id, f.speaker) == (t.id, t.speaker)
+                assert word_in(t.speaker, f.text), f.text
+                if parse_profile_fact(f.text) is None:  # an event: date resolved from the one expression
+                    found = RELATIVE.findall(t.text)
+                    assert len(found) == 1, t.text
+                    answer = expected_temporal(found[0], day_of[t.session_index])
+                    assert f.text.startswith((f"On {answer}, ", f"In {answer}, ")), (f.text, t.text)
+
+
+def test_distractor_turns_state_nothing(data):
+    for d in dialogues(data):
+        answers = {
+            q.answer for q in d.questions if q.category in ("single-hop", "multi-hop", "knowledge-update")
+        }
+        values = {v for line in timelines(d).values() for _, v in line}
+        for t in d.turns():
+            if t.facts:
+                continue
+            assert not RELATIVE.search(t.text), t.text
+            assert not any(word_in(v, t.text) for v in answers | values), (d.id, t.id, t.text)
+        n_facts = sum(bool(t.facts) for t in d.turns())
+        assert 0.2 < n_facts / d.n_turns < 0.5, "fact/distractor balance out of the intended range"
+
+
+# --- the five kinds -------------------------------------------------------------------------------------
+
+
+def test_single_hop_answers_appear_in_their_evidence(data):
+    for d in dialogues(data):
+        turns, lines = d.turn_index(), timelines(d)
+        for q in (q for q in d.questions if q.category == "single-hop"):
+            assert len(q.evidence) == 1
+            turn = turns[q.evidence[0]]
+            assert q.answer in turn.text and turn.facts, (q.text, turn.text)
+            parsed = parse_profile_fact(turn.facts[0].text)
+            if parsed:  # an attribute that was never overturned: its one value is the answer
+                assert {v for _, v in lines[parsed[:2]]} == {q.answer}
+
+
+def test_knowledge_update_answer_is_the_last_stated_value(data):
+    n = 0
+    for d in dialogues(data):
+        turns, lines = d.turn_index(), timelines(d)
+        for q in (q for q in d.questions if q.category == "knowledge-update"):
+            n += 1
+            speaker, key, _ = parse_profile_fact(turns[q.evidence[-1]].facts[0].text)
+            line = lines[(speaker, key)]
+            assert len({v for _, v in line}) >= 2, "a knowledge-update question about an unchanged value"
+            assert q.answer == line[-1][1]
+            first_of_last = next(tid for tid, v in line if v == q.answer)
+            assert q.evidence[-1] == first_of_last, "evidence must end at the overturning turn"
+            assert q.evidence[0] == line[0][0], "evidence must start at the original statement"
+            assert q.answer in turns[q.evidence[-1]].text
+    assert n >= DEFAULT.n_dialogues
+
+
+def test_multi_hop_joins_two_facts_of_one_speaker(data):
+    for d in dialogues(data):
+        turns = d.turn_index()
+        for q in (q for q in d.questions if q.category == "multi-hop"):
+            assert len(q.evidence) == 2
+            ev = [turns[e] for e in q.evidence]
+            assert all(t.facts for t in ev) and ev[0].speaker == ev[1].speaker
+            assert any(q.answer in t.text for t in ev), q.text
+            assert not word_in(ev[0].speaker, q.text) or "before" in q.text, q.text
+
+
+def test_temporal_answers_recomputed_from_the_turn_and_session_date(data):
+    n = 0
+    for d in dialogues(data):
+        turns = d.turn_index()
+        day_of = {s.index: s.datetime.date() for s in d.sessions}
+        for q in (q for q in d.questions if q.category == "temporal"):
+            (e,) = q.evidence
+            turn = turns[e]
+            (expression,) = RELATIVE.findall(turn.text)
+            assert q.answer == expected_temporal(expression, day_of[turn.session_index]), (
+                turn.text,
+                q.answer,
+            )
+            assert q.answer not in turn.text, "the turn must not give the absolute date away"
+            n += 1
+    assert n == DEFAULT.n_temporal * DEFAULT.n_dialogues
+
+
+@pytest.mark.parametrize(
+    ("text", "day", "answer"),
+    [
+        ("yesterday", date(2023, 5, 8), "7 May 2023"),
+        ("this morning", date(2023, 5, 8), "8 May 2023"),
+        ("a week ago", date(2023, 5, 8), "1 May 2023"),
+        ("last Monday", date(2023, 5, 8), "1 May 2023"),  # 8 May 2023 is a Monday: a week back, not today
+        ("last Sunday", date(2023, 5, 8), "7 May 2023"),
+        ("last Saturday", date(2023, 5, 8), "6 May 2023"),
+        ("last Tuesday", date(2023, 5, 8), "2 May 2023"),
+        ("three days ago", date(2024, 3, 2), "28 February 2024"),
+        ("two days ago", date(2024, 3, 1), "28 February 2024"),
+        ("two days ago", date(2023, 3, 1), "27 February 2023"),
+        ("yesterday", date(2023, 1, 1), "31 December 2022"),
+        ("last Friday", date(2023, 1, 1), "30 December 2022"),
+        ("last week", date(2023, 5, 8), "the week before 8 May 2023"),
+    ],
+)
+def test_resolve_relative_time_hand_cases(text, day, answer):
+    (when,) = [r for r in T.RELATIVE_TIMES if r.text == text]
+    assert resolve_relative_time(when, day) == answer
+    assert expected_temporal(text, day) == answer
+
+
+def test_unanswerable_questions_ask_about_what_is_never_said(data):
+    n = 0
+    for d in dialogues(data):
+        text = "\n".join(t.text for t in d.turns())
+        for q in (q for q in d.questions if q.category == "unanswerable"):
+            n += 1
+            assert q.evidence == () and q.answer == "Not mentioned in the conversation"
+            topics = [
+                (a.keywords, a.values) for a in T.ATTRIBUTES if any(word_in(k, q.text) for k in a.keywords)
+            ]
+            topics += [(a.keywords, ()) for a in T.ACTIVITIES if any(word_in(k, q.text) for k in a.keywords)]
+            assert topics, f"no topic recognised in {q.text!r}"
+            for keywords, values in topics:
+                assert not any(word_in(w, text) for w in (*keywords, *values)), (d.id, q.text)
+    assert n == DEFAULT.n_unanswerable * DEFAULT.n_dialogues
+
+
+# --- splits ---------------------------------------------------------------------------------------------
+
+
+def test_split_sizes_and_dev_halves(data):
+    assert {k: v[0] for k, v in data.sizes().items()} == {
+        "train": 4, "dev": 1, "dev_calibration": 1, "dev_selection": 1, "test": 5,
+    }  # fmt: skip
+    (dev,), (cal,), (sel,) = data["dev"], data["dev_calibration"], data["dev_selection"]
+    assert cal.sessions == dev.sessions == sel.sessions and cal.id == sel.id == dev.id
+    cal_ids, sel_ids = {q.id for q in cal.questions}, {q.id for q in sel.questions}
+    assert not cal_ids & sel_ids and cal_ids | sel_ids == {q.id for q in dev.questions}
+    assert abs(len(cal_ids) - len(sel_ids)) <= 1
+    for c in CATEGORIES:
+        a = sum(q.category == c for q in cal.questions)
+        b = sum(q.category == c for q in sel.questions)
+        assert abs(a - b) <= 1, c
+    with pytest.raises(KeyError, match="no split"):
+        data["validation"]
+
+
+def test_custom_split_counts():
+    splits = generate_synthetic(replace(DEFAULT, n_dialogues=3, n_train=1, n_dev=2, n_single_hop=3))
+    assert {k: v[0] for k, v in splits.sizes().items()} == {
+        "train": 1, "dev": 2, "dev_calibration": 2, "dev_selection": 2, "test": 0,
+    }  # fmt: skip
+    assert [d.id for d in splits["dev"]] == ["syn-001", "syn-002"]
+
+
+def test_split_questions_deals_by_category():
+    d = generate_dialogue(DEFAULT, 0)
+    cal, sel = split_questions(d)
+    ordered = sorted(d.questions, key=lambda q: (CATEGORIES.index(q.category), q.id))
+    assert [q.id for q in cal.questions] == sorted(q.id for q in ordered[0::2])
+    assert [q.id for q in sel.questions] == sorted(q.id for q in ordered[1::2])
+
+
+# --- config ---------------------------------------------------------------------------------------------
+
+
+def test_no_overturns_means_no_knowledge_update_and_it_is_reported():
+    cfg = replace(DEFAULT, n_dialogues=2, n_train=1, n_dev=0, overturn_prob=0.0)
+    splits = generate_synthetic(cfg)
+    ds = [*splits["train"], *splits["test"]]
+    assert not any(q.category == "knowledge-update" for d in ds for q in d.questions)
+    assert not any("before" in q.text for d in ds for q in d.questions if q.category == "multi-hop")
+    assert splits.report.skips["knowledge-update question not formed (too few candidates)"] == 2 * 3
+    assert all(len({v for _, v in line}) == 1 for d in ds for line in timelines(d).values())
+
+
+def test_certain_overturns_give_full_chains():
+    cfg = replace(DEFAULT, n_dialogues=2, n_train=1, n_dev=0, overturn_prob=1.0, max_overturns=2)
+    for d in generate_synthetic(cfg)["train"] + generate_synthetic(cfg)["test"]:
+        lines = timelines(d)
+        assert len(lines) == cfg.profile_attributes
+        assert all(len({v for _, v in line}) == 3 for line in lines.values())  # first half of 6 -> 2 more
+        assert all(len(q.evidence) == 3 for q in d.questions if q.category == "knowledge-update")
+
+
+def test_degenerate_config_forms_only_unanswerable_questions():
+    cfg = SyntheticConfig(n_dialogues=1, n_train=0, n_dev=0, sessions_per_dialogue=1, events_per_session=0,
+                          profile_attributes=0, turns_per_session=4)  # fmt: skip
+    splits = generate_synthetic(cfg)
+    (d,) = splits["test"]
+    assert [len(s.turns) for s in d.sessions] == [4] and not any(t.facts for t in d.turns())
+    assert {q.category for q in d.questions} == {"unanswerable"} and len(d.questions) == 3
+    assert sum(splits.report.skips.values()) == 8 + 5 + 6 + 3
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"n_dialogues": 0}, "n_dialogues"),
+        ({"sessions_per_dialogue": 0}, "sessions_per_dialogue"),
+        ({"events_per_session": -1}, "events_per_session"),
+        ({"n_temporal": -2}, "n_temporal"),
+        ({"overturn_prob": 1.5}, "overturn_prob"),
+        ({"restate_prob": -0.1}, "restate_prob"),
+        ({"topical_distractor_frac": 2.0}, "topical_distractor_frac"),
+        ({"n_train": 8, "n_dev": 3}, "n_train"),
+        ({"turns_per_session": 3}, "turns_per_session"),
+        ({"min_gap_days": 5, "max_gap_days": 4}, "max_gap_days"),
+        ({"events_per_session": 10}, "events_per_session"),
+        ({"profile_attributes": 23}, "profile_attributes"),
+        ({"max_overturns": 5}, "max_overturns"),
+        ({"n_dialogues": 2.5}, "n_dialogues"),
+        ({"seed": True}, "seed"),
+    ],
+)
+def test_config_validation(change, field):
+    with pytest.raises(ValueError, match=field):
+        SyntheticConfig(**change)
+
+
+# --- templates ------------------------------------------------------------------------------------------
+
+
+def test_templates_are_consistent():
+    distractors = [
+        *T.GREETINGS, *T.GREETING_REPLIES, *T.PROMPTS, *(r for rs in T.REACTIONS.values() for r in rs),
+        *(x for pair in (*T.SMALL_TALK, *T.TOPICAL, *T.CLOSINGS) for x in pair), *T.NEAR_MISS_REPLIES,
+        *T.CLOSING_TAILS, *T.COMMENTS, *T.EVENT_TELLS,
+    ]  # fmt: skip
+    keywords = [k for a in (*T.ATTRIBUTES, *T.ACTIVITIES) for k in a.keywords]
+    for text in distractors:
+        assert not RELATIVE.search(text), text
+        assert not any(word_in(k, text) for k in keywords), text
+    names = {p.name for p in T.PEOPLE}
+    for a in T.ATTRIBUTES:
+        assert len(set(a.values)) == len(a.values) and not names & set(a.values)
+        assert all(any(word_in(k, t) for k in a.keywords) for t in a.ask), a.key
+    for act in T.ACTIVITIES:
+        assert any(word_in(k, act.base) for k in act.keywords), act.key
+        assert bool(act.details) == ("{d}" in act.past) == bool(act.ask_detail), act.key
+    assert len({a.key for a in T.ACTIVITIES}) == len(T.ACTIVITIES)
+    values = [v for a in T.ATTRIBUTES for v in a.values]
+    # a value inside another ("tennis" in "table tennis") would make one holder's answer appear elsewhere
+    assert not [(u, v) for u in values for v in values if u != v and word_in(u, v)]
+
+
+# --- properties over small configs ----------------------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    sessions=st.integers(1, 8),
+    events=st.integers(0, 4),
+    attrs=st.integers(0, 12),
+    turns=st.integers(4, 30),
+    overturn=st.floats(0, 1),
+)
+def test_invariants_hold_for_small_configs(seed, sessions, events, attrs, turns, overturn):
+    cfg = SyntheticConfig(seed=seed, n_dialogues=2, n_train=1, n_dev=1, sessions_per_dialogue=sessions,
+                          events_per_session=events, profile_attributes=attrs, turns_per_session=turns,
+                          overturn_prob=overturn)  # fmt: skip
+    splits = generate_synthetic(cfg)
+    longer = 0
+    for d in (*splits["train"], *splits["dev"]):
+        turns_by_id = d.turn_index()
+        assert sum(bool(t.facts) for t in d.turns()) == sessions * events + sum(
+            map(len, timelines(d).values())
+        )
+        for s in d.sessions:
+            assert len(s.turns) >= turns
+            longer += len(s.turns) > turns
+        for q in d.questions:
+            ev = [turns_by_id[e] for e in q.evidence]
+            if q.category in ("single-hop", "knowledge-update"):
+                assert q.answer in ev[-1].text
+            if q.category == "temporal":
+                (expression,) = RELATIVE.findall(ev[0].text)
+                day = d.sessions[ev[0].session_index - 1].datetime.date()
+                assert q.answer == expected_temporal(expression, day)
+    assert splits.report.repairs.get(LONGER, 0) == longer
