@@ -100,7 +100,11 @@ class SentenceEmbedder(_CachedEmbedder):
 
         self.model_path = resolve_model_path(model)
         self.model = SentenceTransformer(self.model_path, device=device)
-        self.dim = int(self.model.get_sentence_embedding_dimension())
+        get_dim = (
+            getattr(self.model, "get_embedding_dimension", None)
+            or self.model.get_sentence_embedding_dimension
+        )
+        self.dim = int(get_dim())
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         return self.model.encode(

@@ -177,17 +177,31 @@ class Retriever:
         return state
 
     # --------------------------------------------------------------------------------------- querying
-    def retrieve(self, bank: MemoryBank | BankView, query: str) -> Retrieval:
+    def retrieve(
+        self, bank: MemoryBank | BankView, query: str, paths: dict[str, int] | None = None
+    ) -> Retrieval:
+        """Top entries per layer path for ``query``. ``paths`` (layer → width, in order) overrides the config's
+        paths and widths, e.g. ``{"event": 3}`` for a manager's merge candidates."""
         qvec = self.embedder.embed([query])[0]
-        return self.retrieve_vector(bank, qvec, query)
+        return self.retrieve_vector(bank, qvec, query, paths)
 
-    def retrieve_vector(self, bank: MemoryBank | BankView, qvec: np.ndarray, query: str = "") -> Retrieval:
+    def retrieve_vector(
+        self,
+        bank: MemoryBank | BankView,
+        qvec: np.ndarray,
+        query: str = "",
+        paths: dict[str, int] | None = None,
+    ) -> Retrieval:
         base, hidden = (bank.base, bank.hidden) if isinstance(bank, BankView) else (bank, frozenset())
         state = self.sync(base)
         q = np.ascontiguousarray(qvec, dtype=np.float32).reshape(1, -1)  # [1, dim]
+        paths = paths if paths is not None else {p: self.cfg.widths[p] for p in self.cfg.paths}
         hits: list[Hit] = []
-        for layer in self.cfg.paths:
-            hits.extend(self._layer_top(base, state.layers[layer], layer, q, self.cfg.widths[layer], hidden))
+        for layer, width in paths.items():
+            if layer not in state.layers:
+                raise ValueError(f"unknown layer path {layer!r}; layers are {LAYERS}")
+            if width > 0:
+                hits.extend(self._layer_top(base, state.layers[layer], layer, q, width, hidden))
         return Retrieval(query, tuple(hits))
 
     def _layer_top(self, bank, li: _LayerIndex, layer, q, width, hidden) -> list[Hit]:

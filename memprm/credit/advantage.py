@@ -1,0 +1,120 @@
+"""GRPO advantages over one group of G rollouts forked from the same bank (Shao et al., 2024).
+
+- ``process`` (the method): every step reward of every rollout is normalized by the mean and the std of
+  *all* step rewards in the group, ``r̃ = (r − mean) / std``, then ``A_t = Σ_{s ≥ t} r̃_s`` within its rollout.
+  Rollouts may have different lengths, but each needs at least one step.
+- ``outcome`` (outcome-only arm): every step of rollout i gets ``(R_i − mean R) / std R``.
+
+The std is the population std (ddof = 0), so normalized values have unit variance. A group is skipped
+(status not ``ok``, all advantages zero, shapes kept) when it carries no contrast: ``zero_variance`` when the
+std is <= ``eps``; ``identical_rollouts`` (process mode) when every rollout got the same sequence of step
+rewards (within ``eps``), which includes a group of one: "groups whose rollouts all got the same rewards are
+skipped" (DESIGN.md). In outcome mode equal outcomes are exactly the zero-variance case. The trainer counts skipped groups by status.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from memprm.credit.types import CreditError
+
+
+class GroupStatus(enum.StrEnum):
+    OK = "ok"
+    ZERO_VARIANCE = "zero_variance"
+    IDENTICAL_ROLLOUTS = "identical_rollouts"
+
+
+@dataclass(frozen=True)
+class GroupAdvantages:
+    #: one ``[T_i]`` array per rollout, in input order.
+    advantages: tuple[np.ndarray, ...]
+    status: GroupStatus
+    mean: float  # of the normalized quantity: all step rewards (process) or the outcomes (outcome)
+    std: float
+
+    @property
+    def skip(self) -> bool:
+        return self.status is not GroupStatus.OK
+
+
+def group_advantages(
+    rewards: Sequence[object],
+    mode: str = "process",
+    *,
+    outcomes: Sequence[float] | None = None,
+    eps: float = 1e-6,
+) -> GroupAdvantages:
+    """Advantages of a group. ``rewards[i]`` is rollout i's per-step rewards ``[T_i]`` (ragged allowed); in
+    ``outcome`` mode they only give the lengths and ``outcomes[i]`` is rollout i's R.
+
+    An empty group, an empty rollout in process mode, a length mismatch or a NaN/inf raises
+    :class:`CreditError` naming the rollout.
+
+    >>> g = group_advantages([[1.0, 0.0], [0.0, 0.0, 1.0]])        # mean 0.4, std 0.4899
+    >>> [a.round(4).tolist() for a in g.advantages]
+    [[0.4082, -0.8165], [-0.4082, 0.4082, 1.2247]]
+    >>> g = group_advantages([[0.0, 0.0], [0.0]], "outcome", outcomes=[1.0, 0.0])
+    >>> [a.tolist() for a in g.advantages], g.status.value
+    ([[1.0, 1.0], [-1.0]], 'ok')
+    >>> group_advantages([[0.3, 1.0], [0.3, 1.0]]).status.value
+    'identical_rollouts'
+    """
+    if mode not in ("process", "outcome"):
+        raise CreditError(f"group_advantages: mode must be 'process' or 'outcome', got {mode!r}")
+    if not (math.isfinite(eps) and eps >= 0):
+        raise CreditError(f"group_advantages: eps must be finite and >= 0, got {eps!r}")
+    if len(rewards) == 0:
+        raise CreditError("group_advantages: the group is empty (no rollouts)")
+    rows = [_rollout(r, i, mode) for i, r in enumerate(rewards)]
+    if mode == "process":
+        values = np.concatenate(rows)  # [Σ T_i]
+    else:
+        if outcomes is None or len(outcomes) != len(rows):
+            n = None if outcomes is None else len(outcomes)
+            raise CreditError(
+                f"group_advantages: outcome mode needs one outcome per rollout ({len(rows)}), got {n}"
+            )
+        values = np.array(outcomes, dtype=np.float64)  # [G]
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            raise CreditError(
+                f"group_advantages: outcomes[{int(bad[0])}] (rollout {int(bad[0])}) is not finite"
+            )
+    mean, std = float(values.mean()), float(values.std())
+    status = GroupStatus.OK
+    if std <= eps:
+        status = GroupStatus.ZERO_VARIANCE
+    elif mode == "process" and _identical(rows, eps):
+        status = GroupStatus.IDENTICAL_ROLLOUTS
+    if status is not GroupStatus.OK:
+        return GroupAdvantages(tuple(np.zeros_like(r) for r in rows), status, mean, std)
+    if mode == "process":
+        adv = tuple(np.cumsum(((r - mean) / std)[::-1])[::-1] for r in rows)
+    else:
+        adv = tuple(np.full_like(r, (values[i] - mean) / std) for i, r in enumerate(rows))
+    return GroupAdvantages(adv, status, mean, std)
+
+
+def _rollout(r: object, i: int, mode: str) -> np.ndarray:
+    arr = np.array(r, dtype=np.float64)
+    if arr.ndim != 1:
+        raise CreditError(f"group_advantages: rollout {i}: rewards must be 1-D, got shape {arr.shape}")
+    if mode == "process" and arr.shape[0] == 0:
+        raise CreditError(f"group_advantages: rollout {i} has no steps (process mode needs step rewards)")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise CreditError(
+            f"group_advantages: rollout {i}, step {int(bad[0])}: reward {arr[bad[0]]} is not finite"
+        )
+    return arr
+
+
+def _identical(rows: list[np.ndarray], eps: float) -> bool:
+    first = rows[0]
+    return all(r.shape == first.shape and bool(np.all(np.abs(r - first) <= eps)) for r in rows[1:])

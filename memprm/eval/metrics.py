@@ -1,0 +1,191 @@
+"""The measurements behind the critic validity checks, in pure numpy: rank statistics and deletion causality.
+
+The two rank statistics use average ranks, so ties are handled exactly: Spearman's ρ is the Pearson correlation of
+average ranks, and the binary AUC is the Mann–Whitney U over ``n_pos · n_neg`` pairs with a tied pair counted
+1/2. When a statistic is undefined (fewer than two items, constant input, one class empty) the result is a
+:class:`Metric` whose value is NaN and whose ``reason`` says why; it never raises for that. Malformed input
+(not 1-D, non-finite values, mismatched lengths) is a caller bug and raises :class:`EvalInputError` naming the
+argument and the first bad index. :func:`deletion_causality` measures accuracy drops through a callback that
+deletes entries; :mod:`memprm.eval.validity` re-exports it with the other checks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class EvalInputError(ValueError):
+    """Bad input to an evaluation function. The message names the function, the argument and the index."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A statistic with its sample sizes; ``value`` is NaN exactly when ``reason`` is non-empty.
+
+    ``sizes`` are the group sizes it was computed on: ``(n,)`` for Spearman, ``(n_pos, n_neg)`` for an AUC,
+    ``(n_adversarial, n_real)`` for the false-positive rate.
+    """
+
+    value: float
+    sizes: tuple[int, ...]
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.value) != bool(self.reason):
+            raise EvalInputError(f"Metric: value {self.value!r} and reason {self.reason!r} disagree")
+
+    @property
+    def defined(self) -> bool:
+        return not self.reason
+
+    def __float__(self) -> float:
+        return self.value
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready (NaN becomes None; the reason says why)."""
+        return {
+            "value": self.value if self.defined else None,
+            "reason": self.reason,
+            "sizes": list(self.sizes),
+        }
+
+
+def as_scores(values: Sequence[float] | np.ndarray, where: str) -> np.ndarray:
+    """``values`` as a finite 1-D float64 array; ``where`` ("function(argument)") names it in errors."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1:
+        raise EvalInputError(f"{where}: expected a 1-D sequence of scores, got shape {arr.shape}")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise EvalInputError(f"{where}: score at index {int(bad[0])} is not finite ({arr[bad[0]]!r})")
+    return arr
+
+
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``x`` [n] with each group of equal values given the mean of its positions.
+
+    >>> average_ranks(np.array([1.0, 2.0, 2.0, 3.0])).tolist()
+    [1.0, 2.5, 2.5, 4.0]
+    """
+    n = x.shape[0]
+    order = np.argsort(x, kind="mergesort")  # [n]
+    xs = x[order]
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])  # [g] first sorted position of each tie group
+    ends = np.r_[starts[1:], n]  # [g] one past the last
+    ranks = np.empty(n, dtype=np.float64)
+    ranks[order] = np.repeat((starts + 1 + ends) / 2.0, ends - starts)  # mean of positions starts+1 … ends
+    return ranks
+
+
+def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> Metric:
+    """Spearman's ρ of paired ``x`` [n] and ``y`` [n] with average ranks for ties.
+
+    NaN when n < 2 or either side is constant (its ranks have zero variance).
+
+    >>> round(spearman([1, 2, 2, 3], [1, 3, 2, 4]).value, 6)  # = 3/√10
+    0.948683
+    """
+    xa, ya = as_scores(x, "spearman(x)"), as_scores(y, "spearman(y)")
+    if xa.shape != ya.shape:
+        raise EvalInputError(f"spearman: x and y must pair up, got lengths {xa.shape[0]} and {ya.shape[0]}")
+    n = xa.shape[0]
+    if n < 2:
+        return Metric(math.nan, (n,), f"Spearman needs at least 2 pairs, got {n}")
+    dx = average_ranks(xa) - (n + 1) / 2.0  # [n] centred ranks (the mean rank is (n+1)/2 with ties too)
+    dy = average_ranks(ya) - (n + 1) / 2.0
+    sxx, syy = float(dx @ dx), float(dy @ dy)
+    if sxx == 0.0 or syy == 0.0:
+        side = "x" if sxx == 0.0 else "y"
+        return Metric(math.nan, (n,), f"Spearman undefined: {side} is constant over all {n} items")
+    rho = float(dx @ dy) / math.sqrt(sxx * syy)
+    return Metric(min(1.0, max(-1.0, rho)), (n,))
+
+
+def binary_auc(positive: Sequence[float] | np.ndarray, negative: Sequence[float] | np.ndarray) -> Metric:
+    """P(score(pos) > score(neg)) + ½ P(tie) over all pairs: the Mann–Whitney U / (n_pos · n_neg).
+
+    1.0 when every positive outscores every negative, 0.0 when reversed, 0.5 at chance or all ties; NaN when
+    either class is empty.
+
+    >>> binary_auc([0.9, 0.5], [0.5, 0.1]).value  # pairs: 1, 1, ½, 1
+    0.875
+    """
+    pos, neg = as_scores(positive, "binary_auc(positive)"), as_scores(negative, "binary_auc(negative)")
+    n_pos, n_neg = pos.shape[0], neg.shape[0]
+    if n_pos == 0 or n_neg == 0:
+        empty = "positive" if n_pos == 0 else "negative"
+        return Metric(math.nan, (n_pos, n_neg), f"AUC undefined: the {empty} class is empty")
+    ranks = average_ranks(np.concatenate([pos, neg]))  # [n_pos + n_neg]
+    u = float(ranks[:n_pos].sum()) - n_pos * (n_pos + 1) / 2.0  # pairs won by positives, ties as ½
+    return Metric(u / (n_pos * n_neg), (n_pos, n_neg))
+
+
+@dataclass(frozen=True)
+class DeletionCausality:
+    """Accuracy drops in points (100 · (base − accuracy without the k entries)); ``random_drop`` is the mean
+    of ``random_drops``, one per repeat."""
+
+    top_drop: float
+    random_drop: float
+    bottom_drop: float
+    k: int
+    random_drops: tuple[float, ...] = ()
+
+    def margin(self) -> float:
+        """top_drop − random_drop: how much more the critic's top entries matter than random ones (points)."""
+        return self.top_drop - self.random_drop
+
+    def ordered(self, gap: float = 0.0) -> bool:
+        """top − random > gap and random − bottom > gap (points)."""
+        return self.margin() > gap and self.random_drop - self.bottom_drop > gap
+
+
+def deletion_causality(
+    entry_scores: Mapping[str, float],
+    accuracy_without: Callable[[list[str]], float],
+    base_accuracy: float,
+    k: int,
+    rng_seed: int,
+    random_repeats: int = 5,
+) -> DeletionCausality:
+    """Delete the k top-scored, k bottom-scored and ``random_repeats`` × k uniformly drawn entries.
+
+    ``accuracy_without(ids)`` returns the accuracy in [0, 1] with those entries removed (top ids are passed
+    best first, bottom ids worst first). Equal scores are ordered by entry id (ascending) in both directions;
+    random draws are without replacement from the id-sorted entries, so the result is deterministic given
+    ``rng_seed``. ``k`` must lie in [1, number of entries]: a larger k raises rather than clamps, because a
+    clamped k would silently make top, random and bottom the same set.
+    """
+    where = "deletion_causality"
+    if not 1 <= k <= len(entry_scores):
+        raise EvalInputError(f"{where}(k): need 1 <= k <= {len(entry_scores)} entries, got {k}")
+    if random_repeats < 1:
+        raise EvalInputError(f"{where}(random_repeats): need at least 1, got {random_repeats}")
+    if not (math.isfinite(base_accuracy) and 0.0 <= base_accuracy <= 1.0):
+        raise EvalInputError(f"{where}(base_accuracy): must lie in [0, 1], got {base_accuracy!r}")
+    ids = sorted(entry_scores)
+    for i in ids:
+        if not math.isfinite(entry_scores[i]):
+            raise EvalInputError(f"{where}(entry_scores): entry {i!r} has a non-finite score")
+
+    def drop(deleted: list[str]) -> float:
+        acc = float(accuracy_without(deleted))
+        if not (math.isfinite(acc) and 0.0 <= acc <= 1.0):
+            raise EvalInputError(
+                f"{where}(accuracy_without): returned {acc!r} without {len(deleted)} entries "
+                f"(first {deleted[0]!r}), not in [0, 1]"
+            )
+        return 100.0 * (base_accuracy - acc)
+
+    top = sorted(ids, key=lambda i: (-entry_scores[i], i))[:k]
+    bottom = sorted(ids, key=lambda i: (entry_scores[i], i))[:k]
+    rng = np.random.default_rng(rng_seed)
+    randoms = tuple(
+        drop([ids[j] for j in sorted(rng.choice(len(ids), size=k, replace=False))])
+        for _ in range(random_repeats)
+    )
+    return DeletionCausality(drop(top), float(np.mean(randoms)), drop(bottom), k, randoms)
