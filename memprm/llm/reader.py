@@ -53,7 +53,7 @@ class ReaderConfig:
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
 _WHEN = re.compile(
-    r"^\s*when\b|\bwhat (date|day|year|month|time)\b|\bwhich (date|day|year|month)\b|\bhow long ago\b"
+    r"\bwhen\b|\bwhat (date|day|year|month|time)\b|\bwhich (date|day|year|month)\b|\bhow long ago\b"
 )
 _CURRENT = re.compile(
     r"\b(current|currently|now|still|these days|latest|most recent|at the moment|anymore)\b"
@@ -65,7 +65,9 @@ _STOP = frozenset(
     "too not no yes oh ok okay well like got get go going went some any all can could would should will shall "
     "may might must then than up down out off again more most much many last one thing things now today "
     "yesterday tonight week weekend month year ago recently lately day days monday tuesday wednesday thursday "
-    "friday saturday sunday".split()
+    "friday saturday sunday i'm i've i'd i'll it's that's what's you're we're they're he's she's there's let's "
+    "can't don't didn't doesn't isn't wasn't won't couldn't wouldn't haven't guess tell know think say said "
+    "feel felt love loved stop smiling buzzing wow great awesome amazing fun sure guess".split()
 )
 _COUNT = re.compile(r"\bhow (many|much|old|long)\b|\bwhat (number|age)\b")
 _CUES = frozenset("named called as is are was in at to from for".split())
