@@ -1,0 +1,351 @@
+"""The memory-utility critic PRM_M (paper §3.4): a LoRA-adapted backbone with two heads, trained offline.
+
+- ``CriticNet``: backbone (see :mod:`memprm.models.backbone`) → pooled vector h → two linear heads giving
+  logits; ``φ(x) = sigmoid(w_φ·h + b_φ)`` is the utility score and ``p(x) = sigmoid(w_p·h + b_p)`` the
+  probability that the written entry is retrieved. Logits are kept so the BCE term is computed from them.
+- ``CriticModule``: the LightningModule. Loss = Eq. (5) (:func:`memprm.models.critic_losses.critic_loss`),
+  logged as ``{train,val}/loss``, ``/mse``, ``/bce``, ``/rank``. Validation also logs ``val/spearman``
+  (torchmetrics Spearman of φ against u) and ``val/auroc`` (binary AUROC of p against u^RR) over the whole
+  validation epoch. Degenerate epochs are logged as NaN on purpose, never as a made-up number: Spearman when
+  all targets u are equal (or fewer than two examples), AUROC when u^RR holds one class only (undefined).
+  AdamW over the trainable parameters only (LoRA + heads), one learning rate.
+- ``FrozenCritic``: eval-mode, no-grad, batched scoring of rendered texts, for the online stage.
+- ``save_critic`` / ``load_critic``: the adapter (peft ``save_pretrained``), the heads, the tokenizer and the
+  config, i.e. a few MB; the base model is reloaded from ``backbone.model`` (or injected). A checksum of the
+  base weights is stored, so loading onto a different base model is an error rather than silently wrong scores.
+
+Lightning's own checkpoints hold the full state dict (frozen base included); use ``save_critic`` for exports.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+from lightning.pytorch import LightningModule
+from peft import PeftModel
+from safetensors.torch import load_file, save_file
+from torch import nn
+from torchmetrics import SpearmanCorrCoef
+from torchmetrics.aggregation import MaxMetric, MinMetric, SumMetric
+from torchmetrics.classification import BinaryAUROC
+from transformers import AutoTokenizer, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
+
+from memprm.config import build, to_dict
+from memprm.data.critic_data import CriticBatch
+from memprm.models.backbone import (
+    Backbone,
+    BackboneConfig,
+    build_backbone,
+    encode_texts,
+    load_base,
+    pad_right,
+)
+from memprm.models.critic_losses import LossTerms, critic_loss
+
+FORMAT = "memprm-critic/1"
+_CHECKSUM_RTOL = 1e-6
+
+
+@dataclass(frozen=True)
+class CriticConfig:
+    #: backbone model, pooling and LoRA settings.
+    backbone: BackboneConfig = field(default_factory=BackboneConfig)
+    #: weight λ_aux of the retrieval BCE term.
+    lambda_aux: float = 0.5
+    #: weight λ_rank of the margin-rank term.
+    lambda_rank: float = 1.0
+    #: hinge margin m of the rank term (in φ units).
+    margin: float = 0.1
+    #: minimum target gap δ for a pair to enter the rank term (> 0; tier values are ≥ 0.2 apart by default).
+    delta: float = 0.2
+    #: AdamW learning rate (LoRA and heads alike).
+    lr: float = 1e-4
+    #: AdamW decoupled weight decay.
+    weight_decay: float = 0.0
+    #: tokens per input after truncation (special tokens included).
+    max_length: int = 256
+    #: which end of an over-long rendering is cut: ``left`` keeps the end (the operation), ``right`` the start.
+    truncation_side: Literal["left", "right"] = "left"
+    #: training / validation batch size (the rank term pairs examples within a batch).
+    batch_size: int = 16
+    #: texts per forward pass when scoring with :class:`FrozenCritic`.
+    score_batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        if self.lambda_aux < 0 or self.lambda_rank < 0:
+            raise ValueError(
+                f"critic.lambda_aux and lambda_rank must be >= 0, got {self.lambda_aux}, {self.lambda_rank}"
+            )
+        if self.margin < 0 or self.delta <= 0:
+            raise ValueError(
+                f"critic.margin must be >= 0 and critic.delta > 0, got {self.margin}, {self.delta}"
+            )
+        if self.lr <= 0 or self.weight_decay < 0:
+            raise ValueError(
+                f"critic.lr must be > 0 and weight_decay >= 0, got {self.lr}, {self.weight_decay}"
+            )
+        if self.max_length < 2 or self.batch_size < 1 or self.score_batch_size < 1:
+            raise ValueError("critic.max_length must be >= 2 and critic.batch_size, score_batch_size >= 1")
+        if self.truncation_side not in ("left", "right"):
+            raise ValueError(
+                f"critic.truncation_side must be 'left' or 'right', got {self.truncation_side!r}"
+            )
+
+
+class CriticNet(nn.Module):
+    """Backbone + the φ and p heads. ``forward`` returns the two logits, each [B]."""
+
+    def __init__(self, backbone: Backbone):
+        super().__init__()
+        self.backbone = backbone
+        self.phi_head = nn.Linear(backbone.hidden_size, 1)
+        self.p_head = nn.Linear(backbone.hidden_size, 1)
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """input_ids, attention_mask: [B, L] → (phi_logit [B], p_logit [B])."""
+        h = self.backbone(input_ids, attention_mask)  # [B, H] float32
+        return self.phi_head(h).squeeze(-1), self.p_head(h).squeeze(-1)
+
+    def heads_state_dict(self) -> dict[str, torch.Tensor]:
+        return {
+            **{f"phi_head.{k}": v for k, v in self.phi_head.state_dict().items()},
+            **{f"p_head.{k}": v for k, v in self.p_head.state_dict().items()},
+        }
+
+    def load_heads(self, state: dict[str, torch.Tensor]) -> None:
+        expected = set(self.heads_state_dict())
+        if set(state) != expected:
+            raise ValueError(f"critic heads: expected keys {sorted(expected)}, got {sorted(state)}")
+        self.phi_head.load_state_dict(
+            {k.removeprefix("phi_head."): v for k, v in state.items() if k.startswith("phi_head.")}
+        )
+        self.p_head.load_state_dict(
+            {k.removeprefix("p_head."): v for k, v in state.items() if k.startswith("p_head.")}
+        )
+
+    def base_checksum(self) -> float:
+        """Float64 sum of every frozen base-model weight (LoRA excluded): identifies the base a critic was built on."""
+        total = 0.0
+        for name, p in self.backbone.model.named_parameters():
+            if "lora_" not in name:
+                total += float(p.detach().double().sum())
+        return total
+
+
+class CriticModule(LightningModule):
+    """Trains :class:`CriticNet` with Eq. (5) on :class:`memprm.data.critic_data.CriticBatch` batches."""
+
+    def __init__(
+        self,
+        cfg: CriticConfig,
+        model: PreTrainedModel | PretrainedConfig | None = None,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+    ):
+        super().__init__()
+        self.cfg = cfg
+        self.net = CriticNet(build_backbone(cfg.backbone, model, tokenizer))
+        # from_pretrained returns eval-mode models and Lightning keeps the modes it finds: start in train mode
+        # so dropout (LoRA's and the backbone's own) is active during fit, as in ordinary fine-tuning.
+        self.net.train()
+        self.val_spearman = SpearmanCorrCoef()
+        self.val_auroc = BinaryAUROC()
+        self.val_u_min = MinMetric()
+        self.val_u_max = MaxMetric()
+        self.val_pos = SumMetric()
+        self.val_count = SumMetric()
+
+    @property
+    def tokenizer(self) -> PreTrainedTokenizerBase:
+        return self.net.backbone.tokenizer
+
+    def forward(self, batch: CriticBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.net(batch.input_ids, batch.attention_mask)
+
+    def losses(self, batch: CriticBatch) -> tuple[LossTerms, torch.Tensor, torch.Tensor]:
+        """(loss terms, phi_logit [B], p_logit [B]) for one batch."""
+        phi_logit, p_logit = self(batch)
+        c = self.cfg
+        terms = critic_loss(
+            phi_logit, p_logit, batch.u, batch.u_rr, c.lambda_aux, c.lambda_rank, c.margin, c.delta
+        )
+        return terms, phi_logit, p_logit
+
+    def training_step(self, batch: CriticBatch, batch_idx: int) -> torch.Tensor:
+        terms, _, _ = self.losses(batch)
+        self._log_terms("train", terms, batch)
+        return terms.total
+
+    def validation_step(self, batch: CriticBatch, batch_idx: int) -> None:
+        terms, phi_logit, p_logit = self.losses(batch)
+        self._log_terms("val", terms, batch)
+        self.val_spearman.update(torch.sigmoid(phi_logit).float(), batch.u.float())
+        self.val_auroc.update(torch.sigmoid(p_logit).float(), batch.u_rr.long())
+        self.val_u_min.update(batch.u)
+        self.val_u_max.update(batch.u)
+        self.val_pos.update(batch.u_rr.sum())
+        self.val_count.update(torch.tensor(float(batch.u.numel()), device=batch.u.device))
+
+    def on_validation_epoch_end(self) -> None:
+        count = float(self.val_count.compute())
+        if count == 0:
+            return
+        varied = count >= 2 and float(self.val_u_max.compute()) > float(self.val_u_min.compute())
+        pos = float(self.val_pos.compute())
+        spearman = float(self.val_spearman.compute()) if varied else math.nan
+        auroc = float(self.val_auroc.compute()) if 0 < pos < count else math.nan
+        self.log("val/spearman", spearman)
+        self.log("val/auroc", auroc)
+        for metric in (
+            self.val_spearman,
+            self.val_auroc,
+            self.val_u_min,
+            self.val_u_max,
+            self.val_pos,
+            self.val_count,
+        ):
+            metric.reset()
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        params = [p for p in self.parameters() if p.requires_grad]
+        return torch.optim.AdamW(params, lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+
+    def to_frozen(self) -> FrozenCritic:
+        """An independent frozen copy (deep copy of the net): further training does not change it."""
+        return FrozenCritic(self.cfg, copy.deepcopy(self.net))
+
+    def _log_terms(self, stage: str, terms: LossTerms, batch: CriticBatch) -> None:
+        # Train: per step; val: epoch mean weighted by batch size. One of the two only, so the logged names stay
+        # exactly ``train/loss``, ``val/loss`` (Lightning adds ``_step`` / ``_epoch`` suffixes when both are on).
+        n = int(batch.u.numel())
+        per_step = stage == "train"
+        for name in ("loss", "mse", "bce", "rank"):
+            value = terms.total if name == "loss" else getattr(terms, name)
+            self.log(
+                f"{stage}/{name}",
+                value,
+                batch_size=n,
+                on_step=per_step,
+                on_epoch=not per_step,
+                prog_bar=name == "loss",
+            )
+
+
+class FrozenCritic:
+    """Eval-mode scoring of rendered operations: ``score(texts) -> (phi [N], p [N])`` as float32 arrays in [0, 1].
+
+    Takes ownership of ``net``: puts it in eval mode and turns off its gradients. Texts are encoded exactly as in
+    training (same truncation, right padding) and scored in input order, ``cfg.score_batch_size`` at a time.
+    ``n_truncated`` counts scored texts that were cut to ``max_length``.
+    """
+
+    def __init__(self, cfg: CriticConfig, net: CriticNet):
+        self.cfg = cfg
+        self.net = net.eval()
+        for p in self.net.parameters():
+            p.requires_grad_(False)
+        self.n_truncated = 0
+
+    @property
+    def tokenizer(self) -> PreTrainedTokenizerBase:
+        return self.net.backbone.tokenizer
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.net.parameters()).device
+
+    def to(self, device: str | torch.device) -> FrozenCritic:
+        self.net.to(device)
+        return self
+
+    @torch.no_grad()
+    def score(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        phis: list[np.ndarray] = []
+        ps: list[np.ndarray] = []
+        step = self.cfg.score_batch_size
+        for start in range(0, len(texts), step):
+            enc = encode_texts(
+                self.tokenizer, texts[start : start + step], self.cfg.max_length, self.cfg.truncation_side
+            )
+            self.n_truncated += enc.n_truncated
+            input_ids, mask = pad_right(enc.ids, self.tokenizer.pad_token_id)
+            phi_logit, p_logit = self.net(input_ids.to(self.device), mask.to(self.device))
+            phis.append(torch.sigmoid(phi_logit).float().cpu().numpy())
+            ps.append(torch.sigmoid(p_logit).float().cpu().numpy())
+        if not phis:
+            return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
+        return np.concatenate(phis), np.concatenate(ps)
+
+
+def save_critic(critic: CriticModule | FrozenCritic, directory: str | Path) -> Path:
+    """Write ``adapter/`` (peft), ``heads.safetensors``, ``tokenizer/`` and ``critic.json`` into ``directory``."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    net = critic.net
+    net.backbone.model.save_pretrained(str(out / "adapter"))
+    save_file(
+        {k: v.detach().cpu().contiguous() for k, v in net.heads_state_dict().items()},
+        str(out / "heads.safetensors"),
+    )
+    net.backbone.tokenizer.save_pretrained(str(out / "tokenizer"))
+    meta = {
+        "format": FORMAT,
+        "config": to_dict(critic.cfg),
+        "hidden_size": net.backbone.hidden_size,
+        "base_checksum": net.base_checksum(),
+    }
+    (out / "critic.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return out
+
+
+def load_critic(
+    directory: str | Path,
+    base_model: PreTrainedModel | None = None,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+) -> FrozenCritic:
+    """Rebuild a saved critic as a :class:`FrozenCritic` on the CPU (move it with ``.to``).
+
+    The base model is loaded from the saved ``backbone.model`` unless ``base_model`` is given (a fresh model,
+    without LoRA layers, with the same weights as at training time); the tokenizer is the saved one unless
+    ``tokenizer`` is given.
+    """
+    src = Path(directory)
+    meta_path = src / "critic.json"
+    if not meta_path.is_file():
+        raise FileNotFoundError(f"{meta_path}: not a saved critic (critic.json is missing)")
+    meta = json.loads(meta_path.read_text())
+    for key in ("format", "config", "hidden_size", "base_checksum"):
+        if key not in meta:
+            raise ValueError(f"{meta_path}: field {key!r} is missing")
+    if meta["format"] != FORMAT:
+        raise ValueError(f"{meta_path}: field 'format' is {meta['format']!r}, expected {FORMAT!r}")
+    cfg = build(CriticConfig, meta["config"], where=str(meta_path))
+    if base_model is not None and not isinstance(base_model, PreTrainedModel):
+        raise TypeError(
+            f"load_critic: base_model must be a PreTrainedModel with trained weights, got {type(base_model)}"
+        )
+    tok = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(str(src / "tokenizer"))
+    base, tok = load_base(cfg.backbone, base_model, tok)
+    peft_model = PeftModel.from_pretrained(base, str(src / "adapter"), is_trainable=False)
+    net = CriticNet(Backbone(peft_model, tok, cfg.backbone.resolved_pooling))
+    if net.backbone.hidden_size != meta["hidden_size"]:
+        raise ValueError(
+            f"{meta_path}: field 'hidden_size' is {meta['hidden_size']} but the base model has {net.backbone.hidden_size}"
+        )
+    checksum = net.base_checksum()
+    saved = float(meta["base_checksum"])
+    if not math.isclose(checksum, saved, rel_tol=_CHECKSUM_RTOL, abs_tol=_CHECKSUM_RTOL):
+        raise ValueError(
+            f"{meta_path}: field 'base_checksum' is {saved!r} but the base model's weights sum to {checksum!r}: "
+            "this is not the base model the critic was trained on"
+        )
+    net.load_heads(load_file(str(src / "heads.safetensors")))
+    return FrozenCritic(cfg, net)
