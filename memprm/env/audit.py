@@ -15,6 +15,9 @@ so a deletion that leaves the reader's input identical to one already answered c
 run only on entries of ``test_layers`` (default: the managed layers event and profile): credit exists only for
 operations, and verbatim entries are written by no operation, so testing them would measure nothing the
 method uses. Pass ``test_layers=LAYERS`` to audit verbatim entries too (``tools/examine_bank.py`` does).
+Online, ``only_entries`` restricts the tests further to the entries an operation of the current episode
+wrote or merged into (:func:`episode_entries`): chain credit reaches only the episode's own steps, so a flip of
+an entry untouched by the episode changes no reward. Offline relabeling audits every managed entry.
 """
 
 from __future__ import annotations
@@ -76,6 +79,12 @@ class AuditResult:
         )
 
 
+def episode_entries(bank: MemoryBank, op_ids: Collection[str]) -> frozenset[str]:
+    """Entries whose version chain holds one of ``op_ids`` (the entries an episode wrote or merged into)."""
+    ops = set(op_ids)
+    return frozenset(e.id for e in bank if ops.intersection(e.op_ids))
+
+
 def audit_exam(
     bank: MemoryBank,
     exam: ExamResult,
@@ -84,6 +93,7 @@ def audit_exam(
     retriever: Retriever,
     cache: ReaderCache | None = None,
     test_layers: Collection[str] = MANAGED_LAYERS,
+    only_entries: Collection[str] | None = None,
 ) -> AuditResult:
     """Audit ``exam`` (answered from ``bank``): one record per (retrieved entry, question)."""
     cache = cache if cache is not None else ReaderCache(reader, judge)
@@ -103,7 +113,8 @@ def audit_exam(
             eid = hit.entry.id
             retrieved_ids.add(eid)
             flips = cures = None
-            if eid in cited and hit.layer in test_layers:
+            testable = hit.layer in test_layers and (only_entries is None or eid in only_entries)
+            if eid in cited and testable:
                 key = (q.id, eid)
                 if key not in tested:
                     view_retrieval = retriever.retrieve(bank.without([eid]), q.text)

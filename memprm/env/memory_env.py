@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from memprm.credit.tiers import Neighbour, TeacherDecision
 from memprm.credit.types import Step
 from memprm.data.records import Dialogue, Session
-from memprm.env.audit import AuditResult, audit_exam
+from memprm.env.audit import AuditResult, audit_exam, episode_entries
 from memprm.env.exam import ExamResult, Quiz, ReaderCache, assemble_quiz, run_exam
 from memprm.env.gates import Action, EnvConfig, Observation, apply_action, is_gateable
 from memprm.env.probe_gates import GateReport, gate_probes
@@ -137,9 +137,14 @@ class MemoryEnv:
         )
         return PreparedQuiz(quiz, report, len(generated))
 
-    def examine(self, bank: MemoryBank, quiz: Quiz, cache: ReaderCache) -> tuple[ExamResult, AuditResult]:
+    def examine(
+        self, bank: MemoryBank, quiz: Quiz, cache: ReaderCache, play: WindowPlay | None = None
+    ) -> tuple[ExamResult, AuditResult]:
+        """Exam + audit of ``bank``. With ``play`` (online), deletion tests are limited to the entries the
+        episode's operations touched (:func:`memprm.env.audit.episode_entries`)."""
         exam = run_exam(bank, quiz, self.reader, self.judge, self.retriever, cache)
-        return exam, audit_exam(bank, exam, self.reader, self.judge, self.retriever, cache)
+        only = episode_entries(bank, [s.op_id for s in play.steps]) if play is not None else None
+        return exam, audit_exam(bank, exam, self.reader, self.judge, self.retriever, cache, only_entries=only)
 
 
 def advance_reference(reference: MemoryBank, dialogue: Dialogue, window: int) -> None:

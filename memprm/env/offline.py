@@ -37,8 +37,9 @@ def offline_stack(
     reader: ReaderConfig | None = None,
     env: EnvConfig | None = None,
     judge_threshold: float = 0.5,
+    shared_embedder: bool = True,
 ) -> OfflineStack:
-    emb = build_embedder(embedder or EmbedderConfig())
+    emb = build_embedder(embedder or EmbedderConfig(), shared=shared_embedder)
     ret = Retriever(emb, retriever or RetrieverConfig())
     rd, jd, pg = (
         ExtractiveReader(emb, reader or ReaderConfig()),
