@@ -1,0 +1,123 @@
+"""Configuration of the memory-manager policy, and the one builder for both policy kinds.
+
+Two kinds share one GRPO module through :class:`memprm.models.policy_api.GatePolicy`:
+
+- ``scoring`` (the embedded default's policy, CPU-friendly): a shared encoder (MiniLM by default) scores a
+  small candidate set per gate — Noop, Write(the turn), Merge(the turn into each of the first
+  ``merge_candidates`` neighbours) — softmax over the candidates. See :mod:`memprm.models.scoring_policy`.
+- ``causal`` (the paper's policy, Qwen3 family): a causal LM writes one strict-JSON operation per gate. See
+  :mod:`memprm.models.causal_policy`.
+
+Log-probabilities, sampled and recomputed alike, are taken under ``softmax(logits / temperature)``: the
+distribution the behaviour policy actually samples from. Greedy decoding reports the log-probability of its
+choice under that same distribution.
+
+Dropout: LoRA dropout defaults to 0, and both policies compute ``act`` in eval mode; ``log_probs`` runs in
+the module's current mode. GRPO and SFT run the policy in eval mode (``policy.eval()``), so that the ratio
+π_θ / π_old compares dropout-free log-probabilities (the base models' own dropout — MiniLM has 0.1 — would
+otherwise make a recomputed log-probability differ from the sampled one).
+
+This module imports neither torch nor transformers: :func:`build_policy` imports the policy it builds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from memprm.models.causal_policy import CausalPolicy
+    from memprm.models.scoring_policy import ScoringPolicy
+
+_DEFAULT_TARGETS = {"scoring": ("query", "value"), "causal": ("q_proj", "v_proj")}
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    #: LoRA rank r. 0 = no adapter: the scoring policy then trains its linear head only (encoder frozen), the
+    #: causal policy trains every weight of the model (full fine-tuning).
+    rank: int = 8
+    #: LoRA scaling alpha (the update is scaled by alpha / r).
+    alpha: float = 16.0
+    #: dropout on the LoRA branch's input in train mode; 0 keeps train- and eval-mode log-probs equal.
+    dropout: float = 0.0
+    #: module names that receive LoRA; empty = the kind's default (scoring: query, value — BERT naming;
+    #: causal: q_proj, v_proj — Qwen3 naming).
+    target_modules: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.rank < 0:
+            raise ValueError(f"policy.lora.rank must be >= 0, got {self.rank}")
+        if not (math.isfinite(self.alpha) and self.alpha > 0):
+            raise ValueError(f"policy.lora.alpha must be > 0, got {self.alpha}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"policy.lora.dropout must be in [0, 1), got {self.dropout}")
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    #: ``scoring`` (an encoder scores Noop / Write / Merge candidates) or ``causal`` (an LM writes JSON ops).
+    kind: Literal["scoring", "causal"] = "scoring"
+    #: Hugging Face model name or local path; ``minilm`` = the offline all-MiniLM-L6-v2 (scoring only; the
+    #: causal policy needs a causal LM such as ``Qwen/Qwen3-8B``).
+    model: str = "minilm"
+    #: adapter settings (rank 0 = no adapter, see :class:`LoraSettings`).
+    lora: LoraSettings = field(default_factory=LoraSettings)
+    #: tokens per input: one (candidate, gate) pair of the scoring policy, or one prompt of the causal policy
+    #: (completions are never cut). Longer inputs are cut and counted in ``policy.counts.truncated``: the
+    #: scoring policy cuts the longer of candidate and gate from its end, the causal prompt loses its start.
+    max_length: int = 512
+    #: causal policy: most tokens generated per gate (a completion without EOS by then is usually invalid).
+    max_new_tokens: int = 128
+    #: softmax temperature of sampling and of every log-probability (> 0).
+    temperature: float = 1.0
+    #: scoring policy: Merge candidates = the first m neighbours shown at the gate (fewer if fewer are shown).
+    merge_candidates: int = 3
+    #: causal policy: wrap the gate prompt in the tokenizer's chat template when it has one (Qwen3 chat
+    #: models: with ``enable_thinking=False``); a tokenizer without a template gets the bare prompt.
+    chat_template: bool = True
+    #: weight dtype when the model is loaded from ``model`` (an injected model keeps its own).
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+
+    def __post_init__(self) -> None:
+        if self.kind not in _DEFAULT_TARGETS:
+            raise ValueError(f"policy.kind must be 'scoring' or 'causal', got {self.kind!r}")
+        if not self.model:
+            raise ValueError("policy.model must name a model or a path")
+        if self.kind == "causal" and self.model == "minilm":
+            raise ValueError(
+                "policy.model: the causal policy needs a causal LM (e.g. Qwen/Qwen3-8B), not minilm"
+            )
+        if self.max_length < 8:
+            raise ValueError(f"policy.max_length must be >= 8, got {self.max_length}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"policy.max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if not (math.isfinite(self.temperature) and self.temperature > 0):
+            raise ValueError(f"policy.temperature must be > 0, got {self.temperature}")
+        if self.merge_candidates < 0:
+            raise ValueError(f"policy.merge_candidates must be >= 0, got {self.merge_candidates}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"policy.dtype must be one of {DTYPES}, got {self.dtype!r}")
+
+    @property
+    def target_modules(self) -> tuple[str, ...]:
+        """The LoRA target modules, with the kind's default filled in."""
+        return self.lora.target_modules or _DEFAULT_TARGETS[self.kind]
+
+
+def build_policy(cfg: PolicyConfig, model: Any = None, tokenizer: Any = None) -> ScoringPolicy | CausalPolicy:
+    """Build the policy ``cfg.kind`` names.
+
+    ``model`` / ``tokenizer`` inject ready parts (tests, callers holding a model): a ``PreTrainedModel`` or a
+    ``PretrainedConfig`` (random weights) plus a tokenizer; ``None`` loads ``cfg.model``. LoRA layers are
+    injected into an injected model *in place* (peft's ``get_peft_model``): do not reuse it as a plain model.
+    """
+    if cfg.kind == "scoring":
+        from memprm.models.scoring_policy import build_scoring_policy
+
+        return build_scoring_policy(cfg, model, tokenizer)
+    from memprm.models.causal_policy import build_causal_policy
+
+    return build_causal_policy(cfg, model, tokenizer)

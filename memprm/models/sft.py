@@ -1,0 +1,66 @@
+"""Supervised initialization of a policy on teacher operations (both policy kinds).
+
+Teacher actions become samples with ``policy.sample_for(obs, action)``; SFT minimizes the mean negative
+log-probability of those samples under the policy (:func:`sft_loss`). :func:`sft_train` is a plain loop:
+AdamW over the trainable parameters (LoRA and head; every weight at causal rank 0), shuffled passes over
+the samples cut into mini-batches (the last batch of a pass may be smaller), one seed for the order, and a
+tqdm progress bar; the Lightning wiring lives elsewhere. It runs the policy in eval mode (dropout off), as
+GRPO does, so both stages optimize the same dropout-free function, and restores the previous mode afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from memprm.models.policy_api import GateSample
+from memprm.models.scoring_policy import eval_mode
+
+
+def sft_loss(policy: nn.Module, samples: Sequence[GateSample]) -> torch.Tensor:
+    """Mean −log π(teacher action) over ``samples`` (a scalar with gradients)."""
+    logp, _ = policy.log_probs(samples)  # [N]
+    return -logp.mean()
+
+
+def sft_train(
+    policy: nn.Module,
+    samples: Sequence[GateSample],
+    steps: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+    *,
+    weight_decay: float = 0.0,
+    progress: bool = True,
+) -> list[float]:
+    """``steps`` AdamW steps of :func:`sft_loss` on mini-batches of ``samples``; returns each step's loss."""
+    if not samples:
+        raise ValueError("sft_train: no samples")
+    if steps < 1 or batch_size < 1 or not lr > 0:
+        raise ValueError(
+            f"sft_train: need steps >= 1, batch_size >= 1, lr > 0; got {steps}, {batch_size}, {lr}"
+        )
+    params = [p for p in policy.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("sft_train: the policy has no trainable parameters")
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    generator = torch.Generator().manual_seed(seed)
+    order: list[int] = []
+    losses: list[float] = []
+    with eval_mode(policy):
+        bar = tqdm(range(steps), desc="sft", disable=not progress)
+        for _ in bar:
+            if not order:  # a new pass; its last batch may be smaller
+                order = torch.randperm(len(samples), generator=generator).tolist()
+            batch, order = order[:batch_size], order[batch_size:]
+            loss = sft_loss(policy, [samples[i] for i in batch])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss.detach()))
+            bar.set_postfix(loss=f"{losses[-1]:.4f}")
+    return losses
