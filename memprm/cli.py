@@ -32,6 +32,13 @@ def _cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_fit(args: argparse.Namespace) -> int:
+    from memprm.fit import fit
+
+    fit(load_config(args.config, args.overrides))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m memprm",
@@ -41,7 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     data = sub.add_parser("data", help="load a data source and print its load report and split sizes")
     data.add_argument("source", choices=["synthetic", "locomo", "longmemeval"])
     data.set_defaults(func=_cmd_data)
-    for p in (data,):
+    fit = sub.add_parser("fit", help="run the training pipeline (default: the embedded synthetic default)")
+    fit.set_defaults(func=_cmd_fit)
+    for p in (data, fit):
         p.add_argument("--config", default=None, help="YAML config file (see configs/)")
         p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. data.categories=[1,2,3,4,5]")
     return parser

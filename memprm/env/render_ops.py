@@ -25,17 +25,18 @@ def render_operation(
     context: Sequence[str],
     neighbours: Sequence[Neighbour],
 ) -> str:
-    op = kind.upper()
-    lines = [f"operation: {op} layer: {layer}" + (f" key: {key}" if key else "")]
-    if content:
-        lines.append(f"content: {content}")
-    if target_chain:
-        lines.append("target chain: " + " | ".join(target_chain))
-    lines.append(f"turn: {turn_text}")
-    if context:
-        lines.append("context: " + " / ".join(context))
+    # The operation comes last: over-long renderings are cut from the left, keeping the decision itself.
+    lines = []
     if neighbours:
         lines.append("neighbours: " + " || ".join(f"{n.entry_id}: {n.text}" for n in neighbours))
+    if context:
+        lines.append("context: " + " / ".join(context))
+    lines.append(f"turn: {turn_text}")
+    if target_chain:
+        lines.append("target chain: " + " | ".join(target_chain))
+    lines.append(f"operation: {kind.upper()} layer: {layer}" + (f" key: {key}" if key else ""))
+    if content:
+        lines.append(f"content: {content}")
     return "\n".join(lines)
 
 

@@ -245,3 +245,14 @@ def compute_validity(
         thresholds=ValidityThresholds() if thresholds is None else thresholds,
         label=label,
     )
+
+
+@dataclass(frozen=True)
+class ValidityConfig:
+    thresholds: ValidityThresholds = field(default_factory=ValidityThresholds)
+    #: deletion causality removes this fraction of the dev banks' managed entries (at least one).
+    deletion_frac: float = 0.25
+
+    def __post_init__(self) -> None:
+        if not 0 < self.deletion_frac <= 1:
+            raise ValueError(f"validity.deletion_frac must be in (0, 1], got {self.deletion_frac}")

@@ -1,0 +1,101 @@
+"""Generic config machinery: nested dicts → typed frozen dataclasses, with errors naming the dotted key.
+
+Kept free of section imports so any module (e.g. one that saves its own config) can use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Sequence
+from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A config value is unknown, of the wrong type, or invalid. The message names the dotted key."""
+
+
+def build(cls: type[T], raw: Any, where: str = "", prefix: str = "") -> T:
+    """Convert a nested dict into dataclass ``cls``; missing keys take the dataclass defaults."""
+    if isinstance(raw, cls):
+        return raw
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"{_loc(where, prefix.rstrip('.') or cls.__name__)}: expected a mapping for {cls.__name__}, got {raw!r}"
+        )
+    hints = get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(raw) - names)
+    if unknown:
+        raise ConfigError(
+            f"{_loc(where, prefix.rstrip('.') or cls.__name__)}: unknown key(s) {unknown}; valid keys: {sorted(names)}"
+        )
+    kwargs = {k: _convert(hints[k], v, where, f"{prefix}{k}") for k, v in raw.items()}
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"{_loc(where, prefix.rstrip('.') or cls.__name__)}: {exc}") from exc
+
+
+def to_dict(cfg: Any) -> Any:
+    """The inverse of :func:`build` (tuples become lists), for logging and saving the resolved config."""
+    if dataclasses.is_dataclass(cfg):
+        return {f.name: to_dict(getattr(cfg, f.name)) for f in dataclasses.fields(cfg)}
+    if isinstance(cfg, (list, tuple)):
+        return [to_dict(x) for x in cfg]
+    if isinstance(cfg, dict):
+        return {k: to_dict(v) for k, v in cfg.items()}
+    return cfg
+
+
+def _convert(tp: Any, value: Any, where: str, key: str) -> Any:
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _convert(a, value, where, key)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(errors[0] if errors else f"{_loc(where, key)}: bad value {value!r}")
+    if dataclasses.is_dataclass(tp):
+        return build(tp, value, where, key + ".")
+    if origin in (tuple, list, Sequence):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{_loc(where, key)}: expected a list, got {value!r}")
+        args = get_args(tp)
+        elem = args[0] if args else Any
+        items = [_convert(elem, v, where, f"{key}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{_loc(where, key)}: expected a mapping, got {value!r}")
+        _, vt = get_args(tp) or (Any, Any)
+        return {k: _convert(vt, v, where, f"{key}.{k}") for k, v in value.items()}
+    if origin is typing.Literal:
+        if value not in get_args(tp):
+            raise ConfigError(f"{_loc(where, key)}: must be one of {get_args(tp)}, got {value!r}")
+        return value
+    if tp is Any:
+        return value
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp in (int, float, str, bool):
+        if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
+            raise ConfigError(f"{_loc(where, key)}: expected {tp.__name__}, got {value!r}")
+        return value
+    return value
+
+
+def _loc(where: str, key: str) -> str:
+    return f"{where}: {key}" if where else key

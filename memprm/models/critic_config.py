@@ -1,0 +1,56 @@
+"""The critic's settings (no heavy imports: configs load without lightning)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from memprm.models.backbone_config import BackboneConfig
+
+
+@dataclass(frozen=True)
+class CriticConfig:
+    #: backbone model, pooling and LoRA settings.
+    backbone: BackboneConfig = field(default_factory=BackboneConfig)
+    #: weight λ_aux of the retrieval BCE term.
+    lambda_aux: float = 0.5
+    #: weight λ_rank of the margin-rank term.
+    lambda_rank: float = 1.0
+    #: hinge margin m of the rank term (in φ units).
+    margin: float = 0.1
+    #: minimum target gap δ for a pair to enter the rank term (> 0; tier values are ≥ 0.2 apart by default).
+    delta: float = 0.2
+    #: AdamW learning rate (LoRA and heads alike).
+    lr: float = 1e-4
+    #: AdamW decoupled weight decay.
+    weight_decay: float = 0.0
+    #: tokens per input after truncation (special tokens included).
+    max_length: int = 192
+    #: which end of an over-long rendering is cut: ``left`` keeps the end (the operation), ``right`` the start.
+    truncation_side: Literal["left", "right"] = "left"
+    #: training / validation batch size (the rank term pairs examples within a batch).
+    batch_size: int = 32
+    #: epochs over the relabeled teacher examples.
+    max_epochs: int = 2
+    #: texts per forward pass when scoring with :class:`FrozenCritic`.
+    score_batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        if self.lambda_aux < 0 or self.lambda_rank < 0:
+            raise ValueError(
+                f"critic.lambda_aux and lambda_rank must be >= 0, got {self.lambda_aux}, {self.lambda_rank}"
+            )
+        if self.margin < 0 or self.delta <= 0:
+            raise ValueError(
+                f"critic.margin must be >= 0 and critic.delta > 0, got {self.margin}, {self.delta}"
+            )
+        if self.lr <= 0 or self.weight_decay < 0:
+            raise ValueError(
+                f"critic.lr must be > 0 and weight_decay >= 0, got {self.lr}, {self.weight_decay}"
+            )
+        if self.max_length < 2 or self.batch_size < 1 or self.score_batch_size < 1 or self.max_epochs < 1:
+            raise ValueError("critic.max_length must be >= 2 and critic.batch_size, score_batch_size >= 1")
+        if self.truncation_side not in ("left", "right"):
+            raise ValueError(
+                f"critic.truncation_side must be 'left' or 'right', got {self.truncation_side!r}"
+            )

@@ -1,0 +1,83 @@
+"""Building the LLM roles, the retriever and the environment from config (offline or over an endpoint).
+
+Each role's ``kind`` chooses its implementation; ``llm.<role>`` gives the endpoint of roles whose kind is
+``llm`` (one :class:`~memprm.llm.client.LLMClient` per role, so every role has its own counters).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memprm.env.exam import ReaderCache
+from memprm.env.memory_env import MemoryEnv
+from memprm.llm.client import LLMClient, LLMConfig
+from memprm.llm.judge import build_judge
+from memprm.llm.probes import FactProbeGenerator, LLMProbeGenerator
+from memprm.llm.reader import ExtractiveReader, LLMReader
+from memprm.llm.teacher import HeuristicTeacher, LLMTeacher
+from memprm.memory.embedder import Embedder, build_embedder
+from memprm.memory.retriever import Retriever
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    #: ``facts`` (offline cloze probes from the data's fact annotations) or ``llm``.
+    kind: str = "facts"
+    #: facts: probes per turn at most.
+    max_per_turn: int = 1
+    #: llm: turns with fewer words get no probe.
+    min_words: int = 5
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("facts", "llm"):
+            raise ValueError(f"probes.kind must be 'facts' or 'llm', got {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class LLMRoles:
+    """Endpoints of the roles whose kind is ``llm`` (null for offline roles)."""
+
+    reader: LLMConfig | None = None
+    judge: LLMConfig | None = None
+    probes: LLMConfig | None = None
+    teacher: LLMConfig | None = None
+
+
+@dataclass
+class Stack:
+    embedder: Embedder
+    retriever: Retriever
+    env: MemoryEnv
+    teacher: object  # a Policy: Observation -> Action
+
+    def cache(self) -> ReaderCache:
+        return ReaderCache(self.env.reader, self.env.judge)
+
+
+def _client(llm: LLMRoles, role: str) -> LLMClient:
+    cfg = getattr(llm, role)
+    if cfg is None:
+        raise ValueError(f"{role}.kind is 'llm' but llm.{role} (the endpoint) is not configured")
+    return LLMClient(cfg, role)
+
+
+def build_stack(cfg) -> Stack:
+    """Everything the stages need from a :class:`memprm.config.MemprmConfig`."""
+    emb = build_embedder(cfg.embedder)
+    retriever = Retriever(emb, cfg.retriever)
+    reader = (
+        ExtractiveReader(emb, cfg.reader)
+        if cfg.reader.kind == "extractive"
+        else LLMReader(_client(cfg.llm, "reader"))
+    )
+    judge = build_judge(cfg.judge, _client(cfg.llm, "judge") if cfg.judge.kind == "llm" else None)
+    if cfg.probes.kind == "facts":
+        probes = FactProbeGenerator(cfg.probes.max_per_turn)
+    else:
+        probes = LLMProbeGenerator(_client(cfg.llm, "probes"), min_words=cfg.probes.min_words)
+    teacher = (
+        HeuristicTeacher(emb, cfg.teacher)
+        if cfg.teacher.kind == "heuristic"
+        else LLMTeacher(_client(cfg.llm, "teacher"))
+    )
+    return Stack(emb, retriever, MemoryEnv(cfg.env, retriever, reader, judge, probes), teacher)
