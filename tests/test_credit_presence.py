@@ -202,3 +202,26 @@ def test_coverage_penalty_only_noops_at_failed_anchors():
 def test_step_rejects_unknown_kind():
     with pytest.raises(CreditError, match="kind must be one of"):
         Step("op1", "delete", "event", "D1:1")
+
+
+def test_online_labels_tiers_and_noops():
+    from memprm.credit.online_labels import online_labels
+    from memprm.credit.tiers import TierTargets
+    from memprm.credit.types import AuditRecord, Step
+
+    steps = [
+        Step("w1", "write", "event", "D1:1"),
+        Step("m1", "merge", "event", "D1:2"),
+        Step("w2", "write", "profile", "D1:3"),
+        Step("w3", "write", "event", "D1:4"),
+        Step("n1", "noop", "event", "D1:5"),
+        Step("n2", "noop", "profile", "D1:6"),
+    ]
+    recs = [
+        AuditRecord("e1", "q1", 1.0, True, True, True, flips=False),  # e1 cited on a correct answer
+        AuditRecord("e2", "q1", 1.0, True, True, False),
+    ]  # e2 only retrieved
+    chains = {"e1": ("w1", "m1"), "e2": ("w2",), "e3": ("w3",)}
+    u, rr = online_labels(steps, recs, chains, failed_anchor_turns={"D1:6"}, targets=TierTargets())
+    assert u.tolist() == [0.6, 0.6, 0.3, 0.0, 0.3, 0.0]  # cited, cited (chain), retrieved, inert, skip, miss
+    assert rr.tolist() == [1, 1, 1, 0, 0, 0]

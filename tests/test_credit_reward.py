@@ -160,7 +160,18 @@ def test_online_chain_on_one_group():
 
 @pytest.mark.parametrize(
     "module",
-    ["types", "presence", "chains", "tiers", "clusters", "relabel", "shaping", "reward", "advantage"],
+    [
+        "types",
+        "presence",
+        "chains",
+        "tiers",
+        "clusters",
+        "relabel",
+        "shaping",
+        "reward",
+        "advantage",
+        "online_labels",
+    ],
 )
 def test_docstring_examples_hold(module):
     m = importlib.import_module(f"memprm.credit.{module}")

@@ -15,6 +15,7 @@ then ``group_advantages([parts.total for each rollout])`` over the group.
 
 from memprm.credit.advantage import GroupAdvantages, GroupStatus, group_advantages
 from memprm.credit.chains import ChainMode, coverage_penalty, propagate_chain_credit, step_credit
+from memprm.credit.online_labels import online_labels
 from memprm.credit.presence import CreditConfig, CreditVariant, PresenceWeights, presence_credit
 from memprm.credit.relabel import RelabelResult, relabel_tiers
 from memprm.credit.reward import RewardBreakdown, RewardWeights, composite_rewards, shaping_share
@@ -58,6 +59,7 @@ __all__ = [
     "composite_rewards",
     "coverage_penalty",
     "entry_outcomes",
+    "online_labels",
     "group_advantages",
     "lambda_schedule",
     "magnitude_ratio",

@@ -1,0 +1,147 @@
+"""RolloutDataModule: grouped episodes from an injected environment, with resumable state.
+
+The environment (a :class:`~memprm.env.rollout.GroupRunner` wrapping the ``MemoryEnv``) is injected; the
+policy that acts is the LightningModule's ``policy`` attribute, read at iteration time so every episode is
+played by the current weights. Episodes walk the rank's dialogues round-robin, each dialogue window by window
+from its own mainline bank; after a dialogue's last window its banks start over empty.
+
+State saved in checkpoints (``state_dict``): the cursor (next dialogue, next window of each), every
+dialogue's mainline and verbatim reference banks, the numpy and torch generator states, episodes produced.
+Under DDP each rank takes the dialogues ``dialogues[rank::world_size]`` and seeds its generators with
+``seed + rank``, so ranks play different episodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from lightning import LightningDataModule
+from torch.utils.data import DataLoader, IterableDataset
+
+from memprm.data.records import Dialogue
+from memprm.data.rollout_types import GroupBatch
+from memprm.memory.bank import MemoryBank
+
+
+@dataclass(frozen=True)
+class RolloutDataConfig:
+    #: episodes (groups) per training batch.
+    groups_per_batch: int = 1
+    #: seed of the write-back choice, the credit shuffles and the policy's sampling (plus the rank).
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.groups_per_batch < 1:
+            raise ValueError(f"rollout_data.groups_per_batch must be >= 1, got {self.groups_per_batch}")
+
+
+class _Episodes(IterableDataset):
+    def __init__(self, dm: RolloutDataModule):
+        self.dm = dm
+
+    def __iter__(self) -> Iterator[list[GroupBatch]]:
+        while True:
+            yield [self.dm.next_group() for _ in range(self.dm.cfg.groups_per_batch)]
+
+
+class RolloutDataModule(LightningDataModule):
+    def __init__(
+        self, runner, dialogues: Sequence[Dialogue], cfg: RolloutDataConfig | None = None, policy=None
+    ):
+        super().__init__()
+        if not dialogues:
+            raise ValueError("RolloutDataModule: no dialogues to roll out")
+        self.runner, self.all_dialogues = runner, tuple(dialogues)
+        self.cfg = cfg or RolloutDataConfig()
+        self._policy = policy  # for use without a Trainer (tests, tools); else the module's policy
+        self.rank, self.world_size = 0, 1
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        self.dialogues = self.all_dialogues[self.rank :: self.world_size]
+        if not self.dialogues:
+            raise ValueError(
+                f"RolloutDataModule: {len(self.all_dialogues)} dialogues cannot feed {self.world_size} ranks"
+            )
+        self.cursor = 0
+        self.next_window = {d.id: 0 for d in self.dialogues}  # position in d.sessions
+        self.mainline = {d.id: MemoryBank() for d in self.dialogues}
+        self.reference = {d.id: MemoryBank() for d in self.dialogues}
+        self.rng = np.random.default_rng(self.cfg.seed + self.rank)
+        self.generator = torch.Generator().manual_seed(self.cfg.seed + self.rank)
+        self.episodes = 0
+        self.seen: list[tuple[str, int]] = []  # (dialogue, window) of every episode played here
+
+    def setup(self, stage: str | None = None) -> None:
+        trainer = getattr(self, "trainer", None)
+        if trainer is not None and (trainer.global_rank, trainer.world_size) != (self.rank, self.world_size):
+            self.rank, self.world_size = trainer.global_rank, trainer.world_size
+            self._reset_state()
+
+    def policy(self):
+        if self._policy is not None:
+            return self._policy
+        return self.trainer.lightning_module.policy
+
+    def next_group(self) -> GroupBatch:
+        d = self.dialogues[self.cursor % len(self.dialogues)]
+        self.cursor += 1
+        pos = self.next_window[d.id]
+        session = d.sessions[pos]
+        batch, new_mainline = self.runner.run_group(
+            d,
+            session.index,
+            self.mainline[d.id],
+            self.reference[d.id],
+            self.policy(),
+            self.rng,
+            self.generator,
+        )
+        self.seen.append((d.id, session.index))
+        self.episodes += 1
+        if pos + 1 < len(d.sessions):
+            self.next_window[d.id], self.mainline[d.id] = pos + 1, new_mainline
+        else:  # the dialogue is over: start it again from empty banks
+            self.next_window[d.id], self.mainline[d.id], self.reference[d.id] = 0, MemoryBank(), MemoryBank()
+        return batch
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(_Episodes(self), batch_size=None, collate_fn=lambda x: x, num_workers=0)
+
+    # ------------------------------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "cursor": self.cursor,
+            "next_window": dict(self.next_window),
+            "mainline": {k: b.to_dict() for k, b in self.mainline.items()},
+            "reference": {k: b.to_dict() for k, b in self.reference.items()},
+            "rng": self.rng.bit_generator.state,
+            "generator": self.generator.get_state(),
+            "episodes": self.episodes,
+            "seen": list(self.seen),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if (state["rank"], state["world_size"]) != (self.rank, self.world_size):
+            raise ValueError(
+                f"RolloutDataModule state is of rank {state['rank']}/{state['world_size']}, "
+                f"this is rank {self.rank}/{self.world_size}"
+            )
+        if set(state["next_window"]) != {d.id for d in self.dialogues}:
+            raise ValueError("RolloutDataModule state holds other dialogues than this module's")
+        self.cursor = int(state["cursor"])
+        self.next_window = {k: int(v) for k, v in state["next_window"].items()}
+        self.mainline = {k: MemoryBank.from_dict(v) for k, v in state["mainline"].items()}
+        self.reference = {k: MemoryBank.from_dict(v) for k, v in state["reference"].items()}
+        self.rng = np.random.default_rng()
+        self.rng.bit_generator.state = state["rng"]
+        self.generator = torch.Generator()
+        self.generator.set_state(state["generator"])
+        self.episodes = int(state["episodes"])
+        self.seen = [tuple(x) for x in state["seen"]]

@@ -1,0 +1,80 @@
+"""Evaluating a memory manager on held-out dialogues (dev selection half, test).
+
+Protocol: the manager (greedy) builds the bank over the whole dialogue, window by window from an empty bank;
+then every official question of the dialogue is answered from the final bank with the shared reader and
+judged. Accuracy is over questions (each weighs 1), overall and by category, with the mean reader context
+size; probes are a training signal and are not asked here. Nothing is trained or cached across calls.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tqdm import tqdm
+
+from memprm.data.records import Dialogue
+from memprm.env.exam import Quiz, QuizItem, ReaderCache, run_exam
+from memprm.env.memory_env import MemoryEnv, Policy
+from memprm.memory.bank import MANAGED_LAYERS, MemoryBank
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    accuracy: float
+    n_questions: int
+    context_tokens: float
+    by_category: dict[str, float] = field(default_factory=dict)
+    per_dialogue: dict[str, float] = field(default_factory=dict)
+    entries: float = 0.0  # managed entries per dialogue, mean
+    versions_per_entry: float = 0.0
+
+    def as_metrics(self, prefix: str) -> dict[str, float]:
+        out = {
+            f"{prefix}/accuracy": self.accuracy,
+            f"{prefix}/context_tokens": self.context_tokens,
+            f"{prefix}/entries": self.entries,
+            f"{prefix}/versions_per_entry": self.versions_per_entry,
+        }
+        out |= {f"{prefix}/accuracy_{k}": v for k, v in self.by_category.items()}
+        return out
+
+
+def evaluate_manager(
+    env: MemoryEnv, dialogues: Sequence[Dialogue], manager: Policy, desc: str = "eval", progress: bool = True
+) -> EvalResult:
+    cache = ReaderCache(env.reader, env.judge)
+    correct: dict[str, list[bool]] = defaultdict(list)
+    per_dialogue, tokens, sizes = {}, [], []
+    for d in tqdm(dialogues, desc=desc, unit="dialogue", disable=not progress):
+        bank = MemoryBank()
+        for s in d.sessions:
+            env.play_window(d, s.index, bank, manager)
+        quiz = Quiz(tuple(QuizItem(q, 1.0, "official") for q in d.questions))
+        exam = run_exam(bank, quiz, env.reader, env.judge, env.retriever, cache)
+        for r in exam.results:
+            correct[r.item.question.category].append(r.correct)
+        per_dialogue[d.id] = exam.accuracy
+        tokens.extend(r.answer.context_tokens for r in exam.results)
+        sizes.append(bank.stats(MANAGED_LAYERS))
+    flat = [c for v in correct.values() for c in v]
+    n = len(flat)
+    return EvalResult(
+        accuracy=sum(flat) / n if n else 0.0,
+        n_questions=n,
+        context_tokens=sum(tokens) / len(tokens) if tokens else 0.0,
+        by_category={k: sum(v) / len(v) for k, v in sorted(correct.items())},
+        per_dialogue=per_dialogue,
+        entries=sum(s["entries"] for s in sizes) / max(len(sizes), 1),
+        versions_per_entry=sum(s["versions_per_entry"] for s in sizes) / max(len(sizes), 1),
+    )
+
+
+def greedy_manager(policy) -> Policy:
+    """A :class:`~memprm.models.policy_api.GatePolicy` as a deterministic manager (its most likely action)."""
+
+    def manage(obs):
+        return policy.act(obs, greedy=True)[0]
+
+    return manage

