@@ -7,7 +7,8 @@ from tiny_models import tiny_scoring_policy
 
 from memprm.config import load_config
 from memprm.credit import CreditConfig, suffix_min_shaping
-from memprm.data.rollout_datamodule import RolloutDataConfig, RolloutDataModule
+from memprm.data.rollout_datamodule import RolloutDataModule
+from memprm.data.rollout_types import RolloutDataConfig
 from memprm.data.synthetic import SyntheticConfig, generate_synthetic
 from memprm.env.evaluate import evaluate_manager, greedy_manager
 from memprm.env.rollout import GroupRunner, RolloutConfig

@@ -14,7 +14,6 @@ Under DDP each rank takes the dialogues ``dialogues[rank::world_size]`` and seed
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,20 +22,8 @@ from lightning import LightningDataModule
 from torch.utils.data import DataLoader, IterableDataset
 
 from memprm.data.records import Dialogue
-from memprm.data.rollout_types import GroupBatch
+from memprm.data.rollout_types import GroupBatch, RolloutDataConfig
 from memprm.memory.bank import MemoryBank
-
-
-@dataclass(frozen=True)
-class RolloutDataConfig:
-    #: episodes (groups) per training batch.
-    groups_per_batch: int = 1
-    #: seed of the write-back choice, the credit shuffles and the policy's sampling (plus the rank).
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.groups_per_batch < 1:
-            raise ValueError(f"rollout_data.groups_per_batch must be >= 1, got {self.groups_per_batch}")
 
 
 class _Episodes(IterableDataset):

@@ -55,3 +55,15 @@ class GroupBatch:
     @property
     def group_size(self) -> int:
         return len(self.rollouts)
+
+
+@dataclass(frozen=True)
+class RolloutDataConfig:
+    #: episodes (groups) per training batch.
+    groups_per_batch: int = 1
+    #: seed of the write-back choice, the credit shuffles and the policy's sampling (plus the rank).
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.groups_per_batch < 1:
+            raise ValueError(f"rollout_data.groups_per_batch must be >= 1, got {self.groups_per_batch}")

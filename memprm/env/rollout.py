@@ -154,6 +154,8 @@ class GroupRunner:
         write_back = int(rng.integers(len(banks)))
         total = time.perf_counter() - t0
         spent = {k: sw.seconds.get(k, 0.0) - before.get(k, 0.0) for k in ("policy", "critic", "embed")}
+        sw.seconds["rollout"] = sw.seconds.get("rollout", 0.0) + total
+        sw.seconds["rollout_models"] = sw.seconds.get("rollout_models", 0.0) + sum(spent.values())
         stats = {f"probe/{k}": v for k, v in prepared.gates.rates().items()}
         stats |= {f"time/{k}": v for k, v in spent.items()} | {"time/total": total}
         stats["time/outside_models_share"] = max(0.0, total - sum(spent.values())) / max(total, 1e-9)

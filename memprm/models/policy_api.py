@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
-
-import torch
+from typing import TYPE_CHECKING, Protocol
 
 from memprm.env.gates import Action, Observation
+
+if TYPE_CHECKING:  # torch only for annotations: configs and containers import this module cheaply
+    import torch
 
 
 @dataclass(frozen=True)

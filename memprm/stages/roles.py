@@ -49,6 +49,7 @@ class Stack:
     retriever: Retriever
     env: MemoryEnv
     teacher: object  # a Policy: Observation -> Action
+    stopwatch: object = None  # the Stopwatch embedding time is charged to, if any
 
     def cache(self) -> ReaderCache:
         return ReaderCache(self.env.reader, self.env.judge)
@@ -61,9 +62,14 @@ def _client(llm: LLMRoles, role: str) -> LLMClient:
     return LLMClient(cfg, role)
 
 
-def build_stack(cfg) -> Stack:
-    """Everything the stages need from a :class:`memprm.config.MemprmConfig`."""
+def build_stack(cfg, stopwatch=None) -> Stack:
+    """Everything the stages need from a :class:`memprm.config.MemprmConfig`. With a
+    :class:`~memprm.env.rollout.Stopwatch`, embedding time is charged to it (key ``embed``)."""
     emb = build_embedder(cfg.embedder)
+    if stopwatch is not None:
+        from memprm.env.rollout import TimedEmbedder
+
+        emb = TimedEmbedder(emb, stopwatch)
     retriever = Retriever(emb, cfg.retriever)
     reader = (
         ExtractiveReader(emb, cfg.reader)
@@ -80,4 +86,4 @@ def build_stack(cfg) -> Stack:
         if cfg.teacher.kind == "heuristic"
         else LLMTeacher(_client(cfg.llm, "teacher"))
     )
-    return Stack(emb, retriever, MemoryEnv(cfg.env, retriever, reader, judge, probes), teacher)
+    return Stack(emb, retriever, MemoryEnv(cfg.env, retriever, reader, judge, probes), teacher, stopwatch)

@@ -1,0 +1,91 @@
+"""The GRPO stage's settings (no torch import: configs load without it).
+
+The paper gives the reward form, the advantage form and λ∞ = 0.2 but no optimizer settings; the defaults
+here are the usual ones for PPO-style clipped updates of a LoRA-adapted policy (ε = 0.2, two PPO epochs per
+batch, no KL penalty, as in DAPO-style GRPO without a reference model).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from memprm.credit.reward import RewardWeights
+
+ADVANTAGE_MODES = ("process", "outcome")
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    #: AdamW learning rate (every trainable policy parameter: LoRA and the scoring head alike).
+    lr: float = 1e-5
+    #: AdamW decoupled weight decay.
+    weight_decay: float = 0.0
+    #: lower clip range: the ratio π_θ/π_old is clipped below at 1 − eps_low (binds for negative advantages).
+    eps_low: float = 0.2
+    #: upper clip range: clipped above at 1 + eps_high (binds for positive advantages); a value different
+    #: from eps_low makes the clip asymmetric (e.g. DAPO's "clip-higher", eps_high = 0.28).
+    eps_high: float = 0.2
+    #: weight β of the KL penalty to the reference (SFT) policy, estimated with Schulman's k3 from each
+    #: sample's ``ref_logprob``; 0 = no penalty (the rollouts then need no reference log-probs).
+    beta_kl: float = 0.0
+    #: passes over each batch of rollouts (PPO epochs); each pass re-scores the samples with the current
+    #: weights against the same π_old log-probs.
+    ppo_epochs: int = 2
+    #: gate samples per optimizer step within a pass (shuffled each pass); 0 = the whole batch in one step.
+    minibatch_size: int = 0
+    #: ``process``: per-step composite rewards normalized over the group and summed from t on (the method);
+    #: ``outcome``: the group-normalized R at every step (outcome-only arm).
+    advantage_mode: Literal["process", "outcome"] = "process"
+    #: weights of R, u and miss in the composite reward (λ(k) weighs the shaping, see below).
+    weights: RewardWeights = field(default_factory=RewardWeights)
+    #: λ0: the shaping weight at optimizer step 0 (the paper gives no value; 1.0 puts s̃ on R's scale).
+    lambda0: float = 1.0
+    #: λ∞: the shaping weight from step K_decay on (paper: 0.2).
+    lambda_inf: float = 0.2
+    #: K_decay: optimizer steps over which λ falls linearly from λ0 to λ∞ (the paper's LoCoMo run is 214
+    #: steps long; 200 anneals over about the whole run).
+    k_decay: float = 200.0
+    #: gradient-norm clip per optimizer step (total L2 norm); 0 = no clipping.
+    max_grad_norm: float = 1.0
+    #: a group whose normalized quantity has std <= adv_eps carries no contrast and is skipped
+    #: (:func:`memprm.credit.group_advantages`'s ``eps``).
+    adv_eps: float = 1e-6
+    #: optimizer steps of the GRPO stage (each training batch makes ``ppo_epochs`` × mini-batches of them).
+    max_steps: int = 40
+
+    def __post_init__(self) -> None:
+        def finite(name: str) -> float:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"grpo.{name} must be a finite number, got {v!r}")
+            return float(v)
+
+        if not finite("lr") > 0:
+            raise ValueError(f"grpo.lr must be > 0, got {self.lr}")
+        for name in ("weight_decay", "beta_kl", "max_grad_norm", "adv_eps"):
+            if finite(name) < 0:
+                raise ValueError(f"grpo.{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("eps_low", "eps_high"):
+            if not 0 < finite(name) < 1:
+                raise ValueError(f"grpo.{name} must lie in (0, 1), got {getattr(self, name)}")
+        if self.ppo_epochs < 1:
+            raise ValueError(f"grpo.ppo_epochs must be >= 1, got {self.ppo_epochs}")
+        if self.max_steps < 0:
+            raise ValueError(f"grpo.max_steps must be >= 0, got {self.max_steps}")
+        if self.minibatch_size < 0:
+            raise ValueError(f"grpo.minibatch_size must be >= 0 (0 = whole batch), got {self.minibatch_size}")
+        if self.advantage_mode not in ADVANTAGE_MODES:
+            raise ValueError(
+                f"grpo.advantage_mode must be one of {ADVANTAGE_MODES}, got {self.advantage_mode!r}"
+            )
+        if not isinstance(self.weights, RewardWeights):
+            raise ValueError(f"grpo.weights must be a RewardWeights, got {type(self.weights).__name__}")
+        if not finite("lambda0") >= finite("lambda_inf") >= 0:
+            raise ValueError(
+                f"grpo.lambda0 >= grpo.lambda_inf >= 0 is required (λ is non-increasing), "
+                f"got {self.lambda0}, {self.lambda_inf}"
+            )
+        if not finite("k_decay") > 0:
+            raise ValueError(f"grpo.k_decay must be > 0, got {self.k_decay}")

@@ -1,0 +1,325 @@
+"""GRPOPolicyModule: the online GRPO stage of a memory-manager policy (both policy kinds).
+
+One training step takes one or more :class:`~memprm.data.rollout_types.GroupBatch` es (G rollouts of one
+episode each, carrying unweighted measurements) and
+
+1. weighs each rollout's measurements into composite per-step rewards
+   (:func:`memprm.credit.composite_rewards` with ``cfg.weights`` and λ = :attr:`shaping_lambda`), and each
+   group's rewards into advantages (:func:`memprm.credit.group_advantages`, ``cfg.advantage_mode``);
+2. skips the groups without contrast (status ``zero_variance`` or ``identical_rollouts``) and counts them
+   by status; a group whose rollouts all have no gate step is skipped and counted as ``empty``;
+3. flattens the kept rollouts' gate samples with their per-step advantage, π_old log-prob
+   (``GateSample.logprob``) and reference log-prob (``GateSample.ref_logprob``, read only when β > 0);
+4. runs ``cfg.ppo_epochs`` passes over them, each cut into shuffled mini-batches of ``cfg.minibatch_size``
+   samples (0 = one mini-batch; the order is drawn from torch's global generator, which Lightning's
+   ``seed_everything`` seeds), one AdamW step per mini-batch on
+   :func:`memprm.models.grpo_losses.policy_loss`, gradients clipped to ``cfg.max_grad_norm``.
+   When every group is skipped no optimizer step is taken (the step is still logged).
+
+Manual optimization (``automatic_optimization = False``) because one batch makes several optimizer steps;
+Lightning's ``global_step`` counts optimizer steps, so ``Trainer(max_steps=…)`` counts them too.
+
+λ(k) contract: :attr:`shaping_lambda` starts at ``cfg.lambda0``; the module never changes it. The
+``LambdaAnnealing`` callback sets it each optimizer step from
+``lambda_schedule(global_step, cfg.lambda0, cfg.lambda_inf, cfg.k_decay)``. A training step reads it once,
+when it weighs the batch's rewards (before its own PPO steps), and logs that value as ``grpo/lambda``.
+
+Dropout: the policy runs in eval mode (``policy.eval()`` on train start and again at the start of every
+training step, so no mode switch made by the trainer or a callback around validation can leak in): the
+ratio π_θ/π_old then compares dropout-free log-probabilities, as the rollouts (``act`` runs in eval mode)
+and SFT computed them. The LightningModule itself may be in train mode; only the policy's mode matters.
+
+Logged per training step (``on_step``, ``sync_dist=True`` so that under DDP each value is the mean over
+ranks; ``batch_size`` = the number of groups):
+
+- ``task/accuracy``: mean R over all rollouts of all groups (skipped ones included);
+- ``reward/credit``, ``reward/miss``, ``reward/shaping``, ``reward/total``: means over all gate steps of all
+  rollouts of the weighted, signed components w_u·u, −w_miss·miss, λ·s̃ and of the total step reward
+  (which includes w_task·R at each rollout's last step); ``reward/shaping_share``:
+  :func:`memprm.credit.shaping_share` over all rollouts;
+- ``grpo/groups``, ``grpo/steps`` (gate samples that entered the loss), ``grpo/zero_variance_frac``,
+  ``grpo/identical_frac``, ``grpo/empty_frac`` and ``grpo/skipped_frac`` (their sum), ``grpo/lambda``;
+- ``grpo/loss``, ``grpo/clip_frac``, ``grpo/entropy`` and, when β > 0, ``grpo/kl``: means over every
+  mini-batch of every PPO epoch, weighted by mini-batch size (not logged on a step with no kept group: no
+  loss was computed);
+- ``bank/entries``, ``bank/versions_per_entry``, ``bank/context_tokens``: means over the rollouts whose
+  ``RolloutSteps.stats`` carry the key (not logged when none does).
+
+DDP caveat: every rank must take the same number of optimizer steps per training step (each one
+all-reduces gradients). With ``minibatch_size = 0`` that holds as long as no rank skips all its groups;
+with mini-batches, ranks also need the same number of kept samples.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from lightning.pytorch import LightningModule
+from torch import nn
+
+from memprm.credit import (
+    CreditError,
+    GroupStatus,
+    RewardBreakdown,
+    composite_rewards,
+    group_advantages,
+    shaping_share,
+)
+from memprm.data.rollout_types import GroupBatch
+from memprm.models.grpo_config import GRPOConfig
+from memprm.models.grpo_losses import policy_loss
+from memprm.models.policy_api import GateSample
+
+#: status of a group whose rollouts have no gate step at all (nothing to train; counted, not an error).
+EMPTY = "empty"
+BANK_STATS = ("entries", "versions_per_entry", "context_tokens")
+_LOGPROB_TOL = 1e-4  # float32 log-softmax may round a log-prob of ~0 slightly above 0
+
+
+@dataclass(frozen=True)
+class PreparedBatch:
+    """One training step's inputs: the kept samples with their targets, and what is logged about the batch."""
+
+    samples: tuple[GateSample, ...]  # [N] kept rollouts' gate samples, group by group, rollout by rollout
+    advantages: np.ndarray  # [N] float64, per-step advantage of each sample
+    old_logp: np.ndarray  # [N] float64, π_old log-probs (GateSample.logprob)
+    ref_logp: np.ndarray  # [N] float64, reference log-probs (GateSample.ref_logprob)
+    statuses: tuple[str, ...]  # [n_groups] GroupStatus value, or EMPTY
+    group_advantages: tuple[tuple[np.ndarray, ...], ...]  # [n_groups][G][T_i] as group_advantages gave
+    breakdowns: tuple[RewardBreakdown, ...]  # every rollout with steps, all groups
+    tasks: np.ndarray  # [n_rollouts] R of every rollout of every group
+    bank: tuple[tuple[str, float], ...]  # (key, mean over rollouts carrying it) for BANK_STATS present
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.statuses)
+
+    def metrics(self, lam: float) -> dict[str, float]:
+        """The batch-side metrics: all but ``grpo/loss``, ``clip_frac``, ``entropy`` and ``kl``."""
+        steps = list(self.breakdowns)
+        out = {"task/accuracy": float(self.tasks.mean())}
+        if steps:
+            for name in ("credit", "miss", "shaping", "total"):
+                out[f"reward/{name}"] = float(np.concatenate([getattr(b, name) for b in steps]).mean())
+            out["reward/shaping_share"] = shaping_share(steps)
+        n = self.n_groups
+        out["grpo/groups"] = float(n)
+        out["grpo/steps"] = float(len(self.samples))
+        counts = {s: sum(st == s for st in self.statuses) for s in (*GroupStatus, EMPTY)}
+        out["grpo/zero_variance_frac"] = counts[GroupStatus.ZERO_VARIANCE] / n
+        out["grpo/identical_frac"] = counts[GroupStatus.IDENTICAL_ROLLOUTS] / n
+        out["grpo/empty_frac"] = counts[EMPTY] / n
+        out["grpo/skipped_frac"] = (n - counts[GroupStatus.OK]) / n
+        out["grpo/lambda"] = float(lam)
+        out.update({f"bank/{k}": v for k, v in self.bank})
+        return out
+
+
+def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> PreparedBatch:
+    """Weigh, normalize and flatten ``groups`` (steps 1–3 of the module docstring). Pure: no torch.
+
+    Bad input raises ``ValueError`` naming the group (dialogue, window), the rollout and the field.
+    """
+    if not groups:
+        raise ValueError("GRPO batch: no groups")
+    samples: list[GateSample] = []
+    adv_flat: list[np.ndarray] = []
+    statuses: list[str] = []
+    all_adv: list[tuple[np.ndarray, ...]] = []
+    breakdowns: list[RewardBreakdown] = []
+    tasks: list[float] = []
+    bank: dict[str, list[float]] = {k: [] for k in BANK_STATS}
+    for g in groups:
+        if not isinstance(g, GroupBatch):
+            raise ValueError(f"GRPO batch: expected GroupBatch items, got {type(g).__name__}")
+        where = f"GRPO batch: group {g.dialogue_id!r} window {g.window}"
+        if g.group_size == 0:
+            raise ValueError(f"{where}: the group has no rollouts")
+        for i, r in enumerate(g.rollouts):
+            tasks.append(float(r.task))
+            for k in BANK_STATS:
+                if k in r.stats:
+                    v = float(r.stats[k])
+                    if not math.isfinite(v):
+                        raise ValueError(f"{where}, rollout {i}: stats[{k!r}] = {v} is not finite")
+                    bank[k].append(v)
+        lengths = [r.n_steps for r in g.rollouts]
+        if max(lengths) == 0:
+            statuses.append(EMPTY)
+            all_adv.append(tuple(np.zeros(0) for _ in g.rollouts))
+            continue
+        if min(lengths) == 0:
+            raise ValueError(
+                f"{where}: rollouts have {lengths} gate steps; the forks of one window share its gates, so "
+                "a rollout without steps beside rollouts with steps is inconsistent"
+            )
+        parts = []
+        for i, r in enumerate(g.rollouts):
+            try:
+                parts.append(
+                    composite_rewards(r.task, r.credit, r.miss, r.shaping, lam=lam, weights=cfg.weights)
+                )
+            except CreditError as exc:
+                raise ValueError(f"{where}, rollout {i}: {exc}") from exc
+        breakdowns.extend(parts)
+        try:
+            ga = group_advantages(
+                [b.total for b in parts],
+                cfg.advantage_mode,
+                outcomes=[r.task for r in g.rollouts],
+                eps=cfg.adv_eps,
+            )
+        except CreditError as exc:
+            raise ValueError(f"{where}: {exc}") from exc
+        statuses.append(ga.status.value)
+        all_adv.append(ga.advantages)
+        if ga.skip:
+            continue
+        for i, (r, a) in enumerate(zip(g.rollouts, ga.advantages, strict=True)):
+            for t, s in enumerate(r.samples):
+                _check_logprob(s.logprob, f"{where}, rollout {i}, step {t}: GateSample.logprob")
+                if cfg.beta_kl > 0:
+                    _check_logprob(s.ref_logprob, f"{where}, rollout {i}, step {t}: GateSample.ref_logprob")
+            samples.extend(r.samples)
+            adv_flat.append(a)
+    old = np.array([s.logprob for s in samples], dtype=np.float64)
+    ref = np.array([s.ref_logprob for s in samples], dtype=np.float64)
+    if cfg.beta_kl > 0 and samples and not np.any(ref):
+        raise ValueError(
+            "GRPO batch: grpo.beta_kl > 0 but every kept sample has ref_logprob = 0.0: the rollouts carry no "
+            "reference (SFT) log-probs (GateSample.with_logprobs fills them)"
+        )
+    return PreparedBatch(
+        samples=tuple(samples),
+        advantages=np.concatenate(adv_flat) if adv_flat else np.zeros(0),
+        old_logp=old,
+        ref_logp=ref,
+        statuses=tuple(statuses),
+        group_advantages=tuple(all_adv),
+        breakdowns=tuple(breakdowns),
+        tasks=np.array(tasks, dtype=np.float64),
+        bank=tuple((k, float(np.mean(v))) for k, v in bank.items() if v),
+    )
+
+
+def _check_logprob(v: float, what: str) -> None:
+    if not (math.isfinite(v) and v <= _LOGPROB_TOL):
+        raise ValueError(f"{what} = {v!r} is not a log-probability (finite, <= 0)")
+
+
+class GRPOPolicyModule(LightningModule):
+    """GRPO on a :class:`~memprm.models.policy_api.GatePolicy` (an ``nn.Module``); see the module doc."""
+
+    def __init__(self, policy: nn.Module, cfg: GRPOConfig):
+        super().__init__()
+        for name in ("log_probs", "act"):
+            if not callable(getattr(policy, name, None)):
+                raise ValueError(f"GRPOPolicyModule: the policy {type(policy).__name__} has no {name}()")
+        self.policy = policy
+        self.cfg = cfg
+        #: λ(k), the shaping weight used when the next batch's rewards are weighed (set by LambdaAnnealing).
+        self.shaping_lambda: float = float(cfg.lambda0)
+        self.automatic_optimization = False
+
+    def on_train_start(self) -> None:
+        self.policy.eval()
+
+    def transfer_batch_to_device(self, batch: object, device: torch.device, dataloader_idx: int) -> object:
+        """Batches stay on the host as they are: they hold text and numpy arrays only, and Lightning's default
+        would deep-copy them and refuse the frozen dataclasses. Tensors are built on the module's device."""
+        return batch
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        params = [p for p in self.parameters() if p.requires_grad]
+        if not params:
+            raise ValueError("GRPOPolicyModule: the policy has no trainable parameters")
+        return torch.optim.AdamW(params, lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+
+    def training_step(
+        self, batch: GroupBatch | Sequence[GroupBatch], batch_idx: int = 0
+    ) -> torch.Tensor | None:
+        groups = [batch] if isinstance(batch, GroupBatch) else list(batch)
+        self.policy.eval()
+        prepared = prepare_batch(groups, self.shaping_lambda, self.cfg)
+        metrics = prepared.metrics(self.shaping_lambda)
+        loss = None
+        n_all = self._samples_on_all_ranks(len(prepared.samples))
+        if prepared.samples:
+            update = self._update(prepared)
+            metrics.update(update)
+            loss = torch.tensor(update["grpo/loss"])
+        elif n_all:
+            self._sync_only_update()
+        for name, value in metrics.items():
+            self.log(name, float(value), on_step=True, on_epoch=False, batch_size=len(groups), sync_dist=True)
+        return loss
+
+    def _samples_on_all_ranks(self, n_local: int) -> int:
+        """Kept gate samples summed over ranks (``n_local`` without DDP). Under DDP every rank must take the
+        same optimizer steps, so mini-batching (rank-dependent step counts) is refused there."""
+        trainer = self._trainer
+        if trainer is None or trainer.world_size == 1:
+            return n_local
+        if self.cfg.minibatch_size != 0:
+            raise ValueError("grpo.minibatch_size must be 0 under DDP: ranks must take equal optimizer steps")
+        total = trainer.strategy.reduce(torch.tensor(float(n_local), device=self.device), reduce_op="sum")
+        return int(total.item())
+
+    def _sync_only_update(self) -> None:
+        """A rank with no kept sample while others have some: zero-gradient backward passes, so the gradient
+        all-reduce (the average over ranks) still happens and every rank applies the same update."""
+        opt = self.optimizers()
+        params = [p for p in self.policy.parameters() if p.requires_grad]
+        for _ in range(self.cfg.ppo_epochs):
+            opt.zero_grad(set_to_none=True)
+            self.manual_backward(sum((p * 0.0).sum() for p in params))
+            if self.cfg.max_grad_norm > 0:
+                self.clip_gradients(opt, gradient_clip_val=self.cfg.max_grad_norm, gradient_clip_algorithm="norm")
+            opt.step()
+
+    def _update(self, prepared: PreparedBatch) -> dict[str, float]:
+        """The PPO epochs over ``prepared``'s samples; returns the loss-side metrics (size-weighted means)."""
+        cfg = self.cfg
+        opt = self.optimizers()
+        device = self.device
+        n = len(prepared.samples)
+        as_tensor = lambda a: torch.as_tensor(a, dtype=torch.float32, device=device)  # noqa: E731
+        adv, old, ref = (
+            as_tensor(prepared.advantages),
+            as_tensor(prepared.old_logp),
+            as_tensor(prepared.ref_logp),
+        )
+        size = n if cfg.minibatch_size == 0 else min(cfg.minibatch_size, n)
+        sums = {"grpo/loss": 0.0, "grpo/clip_frac": 0.0, "grpo/entropy": 0.0, "grpo/kl": 0.0}
+        seen = 0
+        for _ in range(cfg.ppo_epochs):
+            order = torch.arange(n) if size == n else torch.randperm(n)
+            for start in range(0, n, size):
+                idx = order[start : start + size]
+                logp, entropy = self.policy.log_probs([prepared.samples[int(i)] for i in idx])  # [B], [B]
+                idx = idx.to(device)
+                terms = policy_loss(
+                    logp, old[idx], ref[idx], adv[idx],
+                    eps_low=cfg.eps_low, eps_high=cfg.eps_high, beta=cfg.beta_kl,
+                )  # fmt: skip
+                opt.zero_grad(set_to_none=True)
+                self.manual_backward(terms.loss)
+                if cfg.max_grad_norm > 0:
+                    self.clip_gradients(
+                        opt, gradient_clip_val=cfg.max_grad_norm, gradient_clip_algorithm="norm"
+                    )
+                opt.step()
+                b = len(idx)
+                seen += b
+                sums["grpo/loss"] += b * float(terms.loss.detach())
+                sums["grpo/clip_frac"] += b * float(terms.clip_frac)
+                sums["grpo/entropy"] += b * float(entropy.detach().mean())
+                sums["grpo/kl"] += b * float(terms.kl.detach())
+        out = {k: v / seen for k, v in sums.items()}
+        if cfg.beta_kl == 0:
+            del out["grpo/kl"]
+        return out
