@@ -16,9 +16,12 @@ from typing import TypeVar
 from omegaconf import OmegaConf
 
 from memprm.configtools import ConfigError, build, to_dict
+from memprm.credit.presence import CreditConfig
 from memprm.credit.tiers import RelabelConfig
+from memprm.data.rollout_types import RolloutDataConfig
 from memprm.data.source import DataConfig
 from memprm.env.gates import EnvConfig
+from memprm.env.rollout import RolloutConfig
 from memprm.eval.validity import ValidityConfig
 from memprm.llm.judge import JudgeConfig
 from memprm.llm.reader import ReaderConfig
@@ -26,20 +29,23 @@ from memprm.llm.teacher import TeacherConfig
 from memprm.memory.embedder import EmbedderConfig
 from memprm.memory.retriever import RetrieverConfig
 from memprm.models.critic_config import CriticConfig
+from memprm.models.grpo_config import GRPOConfig
+from memprm.models.policy_config import PolicyConfig
 from memprm.stages.roles import LLMRoles, ProbeConfig
+from memprm.stages.sft_stage import SFTConfig
 from memprm.stages.trainer import TrainerConfig
 
 T = TypeVar("T")
 __all__ = ["ConfigError", "FitConfig", "MemprmConfig", "build", "load_config", "to_dict"]
 
 
-STAGES = ("critic",)
+STAGES = ("critic", "sft", "grpo", "test")
 
 
 @dataclass(frozen=True)
 class FitConfig:
-    #: the stages ``fit`` runs, in pipeline order (``critic``: teacher trajectories, relabeling, critic,
-    #: validity report).
+    #: the stages ``fit`` runs, in pipeline order: ``critic`` (teacher trajectories, relabeling, critic,
+    #: validity report), ``sft``, ``grpo``, ``test`` (see :mod:`memprm.fit`).
     stages: tuple[str, ...] = STAGES
     #: the run folder's name under ``output_dir``; empty = ``<arm>-seed<seed>``.
     run_name: str = ""
@@ -66,6 +72,12 @@ class MemprmConfig:
     relabel: RelabelConfig = field(default_factory=RelabelConfig)
     critic: CriticConfig = field(default_factory=CriticConfig)
     validity: ValidityConfig = field(default_factory=ValidityConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
+    credit: CreditConfig = field(default_factory=CreditConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    rollout_data: RolloutDataConfig = field(default_factory=RolloutDataConfig)
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     fit: FitConfig = field(default_factory=FitConfig)
     #: the ladder arm this run belongs to (names the run folder and the TensorBoard run).

@@ -1,12 +1,23 @@
 """``fit(cfg)``: the whole pipeline as one plain function (what ``python -m memprm fit`` and the tests call).
 
-Stages run in pipeline order, each writing its artifacts under the run folder ``<output_dir>/<run_name>``
-(``run_name`` defaults to ``<arm>-seed<seed>``), which also holds the resolved config (``config.yaml``) and
-every stage's TensorBoard logs under ``tb/``; ``tensorboard --logdir runs/`` overlays runs.
+Stages, in order (``fit.stages`` chooses a subset; an arm is a config, not a code path):
+
+1. ``critic``: teacher trajectories on train and dev → hindsight relabeling → the critic → validity report;
+2. ``sft``: the policy initialized on the teacher's operations;
+3. ``grpo``: GRPO on grouped rollouts of the train dialogues (critic frozen unless refresh is configured),
+   dev-checkpoint selection on the dev *selection* half, the best policy loaded at the end;
+4. ``test``: held-out test accuracy and context tokens of the untrained, SFT and trained policies (those the
+   run has) beside the heuristic teacher, as a table.
+
+Everything goes under the run folder ``<output_dir>/<run_name>`` (``run_name`` defaults to
+``<arm>-seed<seed>``): the resolved ``config.yaml``, teacher trajectories, the critic, policy weights, the
+result tables and every stage's TensorBoard logs under ``tb/``, so ``tensorboard --logdir runs/`` overlays
+the ladder's arms.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -25,33 +36,104 @@ class FitResult:
     run_dir: Path
     seconds: dict[str, float] = field(default_factory=dict)
     critic: object | None = None  # CriticStageResult
+    sft_losses: list[float] = field(default_factory=list)
+    grpo: object | None = None  # GRPOStageResult
+    test: dict[str, object] = field(default_factory=dict)  # manager name -> EvalResult
+    table: str = ""
 
 
 def fit(cfg: MemprmConfig) -> FitResult:
     from lightning import seed_everything
 
+    from memprm.env.rollout import Stopwatch
+    from memprm.stages.roles import build_stack
+
     seed_everything(cfg.seed, workers=True, verbose=False)
     run_dir = Path(cfg.output_dir) / cfg.run_name
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(to_dict(cfg))))
-    result = FitResult(run_dir)
+    _log_config_text(run_dir, cfg)
+    res, stages = FitResult(run_dir), cfg.fit.stages
     splits = load_source(cfg.data)
-    from memprm.stages.roles import build_stack
+    stack = build_stack(cfg, Stopwatch())
+    policy = untrained = None
+    if {"sft", "grpo", "test"} & set(stages):
+        from memprm.models.policy_config import build_policy
 
-    stack = build_stack(cfg)
-    if "critic" in cfg.fit.stages:
-        from memprm.stages.critic_stage import run_critic_stage
+        policy = build_policy(cfg.policy)
+        untrained = {k: v.detach().clone() for k, v in policy.named_parameters() if v.requires_grad}
 
+    def timed(name, fn):
         t0 = time.perf_counter()
-        result.critic = run_critic_stage(
-            stack, splits["train"], splits["dev"], run_dir, cfg.critic, cfg.relabel, cfg.trainer, cfg.validity,
-            cfg.seed,
-        )  # fmt: skip
-        result.seconds["critic"] = time.perf_counter() - t0
-        print(
-            f"\ncritic stage ({result.seconds['critic']:.0f} s): {result.critic.n_train} train / "
-            f"{result.critic.n_val} dev examples; relabeling: {result.critic.relabel_counts}"
-        )
-        print(result.critic.report.to_markdown())
-        print(f"critic saved to {run_dir / 'critic'}; validity report in {run_dir / 'critic' / 'validity'}")
-    return result
+        out = fn()
+        res.seconds[name] = time.perf_counter() - t0
+        return out
+
+    if "critic" in stages or "sft" in stages:
+        from memprm.stages.critic_stage import run_critic_stage, teacher_trajectories
+
+        if "critic" in stages:
+            res.critic = timed("critic", lambda: run_critic_stage(
+                stack, splits["train"], splits["dev"], run_dir, cfg.critic, cfg.relabel, cfg.trainer,
+                cfg.validity, cfg.seed))  # fmt: skip
+            c = res.critic
+            print(f"\ncritic stage ({res.seconds['critic']:.0f} s): {c.n_train} train / {c.n_val} dev examples")
+            print(c.report.to_markdown())
+        if "sft" in stages:
+            from memprm.stages.sft_stage import run_sft_stage
+
+            trajs = teacher_trajectories(stack, splits["train"], run_dir / "teacher" / "train", "teacher (train)")
+            res.sft_losses = timed("sft", lambda: run_sft_stage(policy, trajs, splits["train"], cfg.sft, run_dir,
+                                                               cfg.seed))  # fmt: skip
+            if res.sft_losses:
+                print(f"SFT: loss {res.sft_losses[0]:.3f} -> {res.sft_losses[-1]:.3f} over {len(res.sft_losses)} steps")
+    sft_state = {k: v.detach().clone() for k, v in policy.named_parameters() if v.requires_grad} if policy else None
+    if "grpo" in stages:
+        from memprm.stages.grpo_stage import run_grpo_stage
+
+        critic = res.critic.critic if res.critic is not None and cfg.rollout.shaping != "none" else None
+        test_ids = {d.id for d in splits["test"]}
+        res.grpo = timed("grpo", lambda: run_grpo_stage(
+            cfg, stack, policy, critic, splits["train"], splits["dev_selection"], test_ids, run_dir, cfg.trainer))
+        print(f"GRPO: {res.grpo.steps} steps; best dev-selection accuracy {res.grpo.best_dev_accuracy} at step "
+              f"{res.grpo.best_step}; rollout time outside model forwards: {100 * res.grpo.outside_models_share:.1f}%")
+    if "test" in stages:
+        res.test, res.table = timed("test", lambda: _test(cfg, stack, policy, untrained, sft_state, splits, run_dir,
+                                                          stages))  # fmt: skip
+        print("\n" + res.table)
+    (run_dir / "timings.json").write_text(json.dumps(res.seconds, indent=2))
+    print(f"\nrun folder: {run_dir}  (tensorboard --logdir {Path(cfg.output_dir)})")
+    return res
+
+
+def _test(cfg, stack, policy, untrained, sft_state, splits, run_dir, stages):
+    """Test accuracy of every policy state the run has, beside the heuristic teacher."""
+    import torch
+
+    from memprm.env.evaluate import evaluate_manager, greedy_manager
+    from memprm.stages.test_stage import write_results
+
+    current = {k: v.detach().clone() for k, v in policy.named_parameters() if v.requires_grad}
+    states = {"untrained": untrained}
+    if "sft" in stages and cfg.sft.steps > 0:
+        states["SFT"] = sft_state
+    if "grpo" in stages:
+        states[f"GRPO ({cfg.arm})"] = current
+    results = {"heuristic teacher": evaluate_manager(stack.env, splits["test"], stack.teacher, "test: teacher")}
+    params = dict(policy.named_parameters())
+    for name, state in states.items():
+        with torch.no_grad():
+            for k, v in state.items():
+                params[k].copy_(v)
+        results[name] = evaluate_manager(stack.env, splits["test"], greedy_manager(policy), f"test: {name}")
+    with torch.no_grad():  # leave the policy as training left it
+        for k, v in current.items():
+            params[k].copy_(v)
+    return results, write_results(results, run_dir, "test")
+
+
+def _log_config_text(run_dir: Path, cfg: MemprmConfig) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(run_dir / "tb" / "config")) as w:
+        w.add_text("config", "```yaml\n" + OmegaConf.to_yaml(OmegaConf.create(to_dict(cfg))) + "```")

@@ -1,0 +1,70 @@
+"""The online stage: GRPO of the policy on grouped rollouts with verified credit and critic shaping.
+
+Wiring (nothing stateful lives on the LightningModule but the policy and the current λ):
+
+- the environment goes into a :class:`GroupRunner`, injected into the :class:`RolloutDataModule`;
+- the frozen critic (or none, for arms without shaping) is reached through a :class:`CriticHandle`, so a
+  critic refresh swaps what the rollouts use;
+- the callbacks: λ(k) annealing, critic refresh (off by default), dev-checkpoint selection on the dev
+  *selection* half, the shaping-share monitor;
+- logs go to TensorBoard under ``tb/grpo``; the best policy by dev accuracy is loaded at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from memprm.data.records import Dialogue
+from memprm.data.rollout_types import RolloutDataConfig
+from memprm.env.evaluate import evaluate_manager, greedy_manager
+from memprm.env.rollout import GroupRunner, RolloutConfig
+from memprm.stages.trainer import TrainerConfig, build_trainer
+
+
+@dataclass(frozen=True)
+class GRPOStageResult:
+    steps: int
+    best_dev_accuracy: float | None
+    best_step: int | None
+    outside_models_share: float  # rollout wall time outside policy / critic / embedding forwards
+
+
+def run_grpo_stage(
+    cfg,  # MemprmConfig
+    stack,
+    policy,
+    critic,  # FrozenCritic | None
+    train: tuple[Dialogue, ...],
+    dev_selection: tuple[Dialogue, ...],
+    test_ids: set[str],
+    run_dir: Path,
+    trainer_cfg: TrainerConfig,
+    extra_callbacks=(),
+) -> GRPOStageResult:
+    from memprm.callbacks import CriticRefresh, DevCheckpointSelection, LambdaAnnealing, ShapingShareMonitor
+    from memprm.data.rollout_datamodule import RolloutDataModule
+    from memprm.models.critic_refresh import CriticHandle
+    from memprm.models.grpo_module import GRPOPolicyModule
+
+    handle = CriticHandle(critic) if critic is not None else None
+    runner = GroupRunner(stack.env, cfg.credit, cfg.rollout, handle.score if handle is not None else None,
+                         stack.stopwatch)  # fmt: skip
+    dm = RolloutDataModule(runner, train, cfg.rollout_data)
+    module = GRPOPolicyModule(policy, cfg.grpo)
+
+    def dev_accuracy(p) -> float:
+        return evaluate_manager(stack.env, dev_selection, greedy_manager(p), desc="dev", progress=False).accuracy
+
+    selection = DevCheckpointSelection(dev_accuracy, cfg.dev_selection, dirpath=run_dir / "grpo",
+                                       dialogues=dev_selection, test_dialogue_ids=test_ids)  # fmt: skip
+    callbacks = [LambdaAnnealing(cfg.grpo.lambda0, cfg.grpo.lambda_inf, cfg.grpo.k_decay), selection,
+                 ShapingShareMonitor(cfg.shaping_monitor, cfg.grpo.weights), *extra_callbacks]  # fmt: skip
+    if handle is not None and cfg.critic_refresh.every_n_steps > 0:
+        callbacks.append(CriticRefresh(handle, cfg.critic_refresh, audit=None))
+    trainer = build_trainer(trainer_cfg, run_dir / "tb", "grpo", callbacks, max_steps=cfg.grpo.max_steps,
+                            max_epochs=-1)  # fmt: skip
+    trainer.fit(module, dm)
+    sw = runner.stopwatch.seconds
+    outside = 1.0 - sw.get("rollout_models", 0.0) / max(sw.get("rollout", 0.0), 1e-9)
+    return GRPOStageResult(trainer.global_step, selection.best_score, selection.best_step, outside)

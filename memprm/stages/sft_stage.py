@@ -1,0 +1,98 @@
+"""SFT initialization of the policy on the teacher's operations, and policy weight files.
+
+Each teacher gate decision is rebuilt into the observation the teacher saw (the turn from the dialogue, the
+session date, the logged context and neighbours) and the action it took; the policy turns the pair into its
+own training sample (``policy.sample_for``) and SFT minimizes −log π(teacher action). Losses go to
+TensorBoard under ``tb/sft``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memprm.credit.tiers import TeacherDecision
+from memprm.data.records import Dialogue
+from memprm.env.gates import Action, Observation
+from memprm.env.memory_env import session_timestamp
+from memprm.env.trajectories import DialogueTrajectory
+from memprm.models.policy_api import GateSample
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    #: optimizer steps of SFT (0 skips SFT: the policy starts untrained).
+    steps: int = 60
+    #: AdamW learning rate.
+    lr: float = 1e-3
+    #: gate samples per step.
+    batch_size: int = 32
+
+    def __post_init__(self) -> None:
+        if self.steps < 0 or self.lr <= 0 or self.batch_size < 1:
+            raise ValueError("sft.steps must be >= 0, sft.lr > 0 and sft.batch_size >= 1")
+
+
+def observation_from_decision(dialogue: Dialogue, window: int, d: TeacherDecision) -> Observation:
+    turn = dialogue.turn_index()[d.turn_id]
+    session = next(s for s in dialogue.sessions if s.index == turn.session_index)
+    return Observation(dialogue.id, window, turn, session_timestamp(session), d.layer, d.context_turns,
+                       d.neighbours)  # fmt: skip
+
+
+def action_of(d: TeacherDecision) -> Action:
+    if d.kind == "noop":
+        return Action.noop()
+    if d.kind == "write":
+        return Action("write", d.content, d.key)
+    return Action("merge", d.content, entry_id=d.target_entry_id)
+
+
+def sft_samples(policy, trajs: Sequence[DialogueTrajectory], dialogues: Sequence[Dialogue]) -> list[GateSample]:
+    by_id = {d.id: d for d in dialogues}
+    out = []
+    for t in trajs:
+        d = by_id[t.dialogue_id]
+        for w in t.windows:
+            out.extend(policy.sample_for(observation_from_decision(d, w.window, x), action_of(x)) for x in w.decisions)
+    return out
+
+
+def run_sft_stage(policy, trajs, dialogues, cfg: SFTConfig, run_dir: Path, seed: int) -> list[float]:
+    from torch.utils.tensorboard import SummaryWriter
+
+    from memprm.models.sft import sft_train
+
+    if cfg.steps == 0:
+        return []
+    samples = sft_samples(policy, trajs, dialogues)
+    losses = sft_train(policy, samples, cfg.steps, cfg.lr, cfg.batch_size, seed)
+    with SummaryWriter(str(run_dir / "tb" / "sft")) as w:
+        for i, loss in enumerate(losses):
+            w.add_scalar("sft/loss", loss, i)
+    save_policy(policy, run_dir / "policy_sft.pt")
+    return losses
+
+
+def save_policy(policy, path: Path) -> Path:
+    """The policy's trainable parameters only (LoRA + head): small, and enough to restore it."""
+    import torch
+
+    state = {k: v.detach().cpu() for k, v in policy.named_parameters() if v.requires_grad}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(state, path)
+    return path
+
+
+def load_policy(policy, path: Path) -> None:
+    import torch
+
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    own = dict(policy.named_parameters())
+    missing = sorted(set(state) - set(own))
+    if missing:
+        raise ValueError(f"{path}: parameters {missing[:3]} are not in this policy (another model?)")
+    with torch.no_grad():
+        for k, v in state.items():
+            own[k].copy_(v)
