@@ -49,6 +49,9 @@ class FitConfig:
     stages: tuple[str, ...] = STAGES
     #: the run folder's name under ``output_dir``; empty = ``<arm>-seed<seed>``.
     run_name: str = ""
+    #: a run folder whose stage one (teacher trajectories and trained critic) this run reuses instead of
+    #: recomputing it — arms of one seed share stage one; empty = this run's own folder.
+    stage_one_dir: str = ""
 
     def __post_init__(self) -> None:
         bad = [s for s in self.stages if s not in STAGES]

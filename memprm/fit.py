@@ -69,34 +69,60 @@ def fit(cfg: MemprmConfig) -> FitResult:
         res.seconds[name] = time.perf_counter() - t0
         return out
 
+    stage_one = Path(cfg.fit.stage_one_dir) if cfg.fit.stage_one_dir else run_dir
     if "critic" in stages or "sft" in stages:
-        from memprm.stages.critic_stage import run_critic_stage, teacher_trajectories
+        from memprm.stages.critic_stage import load_critic_stage, run_critic_stage, teacher_trajectories
 
-        if "critic" in stages:
+        if "critic" in stages and stage_one != run_dir:
+            res.critic = timed("critic", lambda: load_critic_stage(stage_one))
+            print(f"\ncritic reused from {stage_one / 'critic'}")
+        elif "critic" in stages:
             res.critic = timed("critic", lambda: run_critic_stage(
                 stack, splits["train"], splits["dev"], run_dir, cfg.critic, cfg.relabel, cfg.trainer,
                 cfg.validity, cfg.seed))  # fmt: skip
             c = res.critic
-            print(f"\ncritic stage ({res.seconds['critic']:.0f} s): {c.n_train} train / {c.n_val} dev examples")
+            print(
+                f"\ncritic stage ({res.seconds['critic']:.0f} s): {c.n_train} train / {c.n_val} dev examples"
+            )
             print(c.report.to_markdown())
         if "sft" in stages:
             from memprm.stages.sft_stage import run_sft_stage
 
-            trajs = teacher_trajectories(stack, splits["train"], run_dir / "teacher" / "train", "teacher (train)")
+            trajs = teacher_trajectories(
+                stack, splits["train"], stage_one / "teacher" / "train", "teacher (train)"
+            )
             res.sft_losses = timed("sft", lambda: run_sft_stage(policy, trajs, splits["train"], cfg.sft, run_dir,
                                                                cfg.seed))  # fmt: skip
             if res.sft_losses:
-                print(f"SFT: loss {res.sft_losses[0]:.3f} -> {res.sft_losses[-1]:.3f} over {len(res.sft_losses)} steps")
-    sft_state = {k: v.detach().clone() for k, v in policy.named_parameters() if v.requires_grad} if policy else None
+                print(
+                    f"SFT: loss {res.sft_losses[0]:.3f} -> {res.sft_losses[-1]:.3f} over {len(res.sft_losses)} steps"
+                )
+    sft_state = (
+        {k: v.detach().clone() for k, v in policy.named_parameters() if v.requires_grad} if policy else None
+    )
     if "grpo" in stages:
         from memprm.stages.grpo_stage import run_grpo_stage
 
         critic = res.critic.critic if res.critic is not None and cfg.rollout.shaping != "none" else None
         test_ids = {d.id for d in splits["test"]}
-        res.grpo = timed("grpo", lambda: run_grpo_stage(
-            cfg, stack, policy, critic, splits["train"], splits["dev_selection"], test_ids, run_dir, cfg.trainer))
-        print(f"GRPO: {res.grpo.steps} steps; best dev-selection accuracy {res.grpo.best_dev_accuracy} at step "
-              f"{res.grpo.best_step}; rollout time outside model forwards: {100 * res.grpo.outside_models_share:.1f}%")
+        res.grpo = timed(
+            "grpo",
+            lambda: run_grpo_stage(
+                cfg,
+                stack,
+                policy,
+                critic,
+                splits["train"],
+                splits["dev_selection"],
+                test_ids,
+                run_dir,
+                cfg.trainer,
+            ),
+        )
+        print(
+            f"GRPO: {res.grpo.steps} steps; best dev-selection accuracy {res.grpo.best_dev_accuracy} at step "
+            f"{res.grpo.best_step}; rollout time outside model forwards: {100 * res.grpo.outside_models_share:.1f}%"
+        )
     if "test" in stages:
         res.test, res.table = timed("test", lambda: _test(cfg, stack, policy, untrained, sft_state, splits, run_dir,
                                                           stages))  # fmt: skip
@@ -119,7 +145,9 @@ def _test(cfg, stack, policy, untrained, sft_state, splits, run_dir, stages):
         states["SFT"] = sft_state
     if "grpo" in stages:
         states[f"GRPO ({cfg.arm})"] = current
-    results = {"heuristic teacher": evaluate_manager(stack.env, splits["test"], stack.teacher, "test: teacher")}
+    results = {
+        "heuristic teacher": evaluate_manager(stack.env, splits["test"], stack.teacher, "test: teacher")
+    }
     params = dict(policy.named_parameters())
     for name, state in states.items():
         with torch.no_grad():

@@ -25,13 +25,13 @@ class CriticConfig:
     #: AdamW decoupled weight decay.
     weight_decay: float = 0.0
     #: tokens per input after truncation (special tokens included).
-    max_length: int = 192
+    max_length: int = 128
     #: which end of an over-long rendering is cut: ``left`` keeps the end (the operation), ``right`` the start.
     truncation_side: Literal["left", "right"] = "left"
     #: training / validation batch size (the rank term pairs examples within a batch).
     batch_size: int = 32
     #: epochs over the relabeled teacher examples.
-    max_epochs: int = 2
+    max_epochs: int = 1
     #: texts per forward pass when scoring with :class:`FrozenCritic`.
     score_batch_size: int = 64
 

@@ -278,7 +278,9 @@ class GRPOPolicyModule(LightningModule):
             opt.zero_grad(set_to_none=True)
             self.manual_backward(sum((p * 0.0).sum() for p in params))
             if self.cfg.max_grad_norm > 0:
-                self.clip_gradients(opt, gradient_clip_val=self.cfg.max_grad_norm, gradient_clip_algorithm="norm")
+                self.clip_gradients(
+                    opt, gradient_clip_val=self.cfg.max_grad_norm, gradient_clip_algorithm="norm"
+                )
             opt.step()
 
     def _update(self, prepared: PreparedBatch) -> dict[str, float]:

@@ -33,7 +33,7 @@ log = logging.getLogger("memprm.stages")
 @dataclass(frozen=True)
 class CriticStageResult:
     critic: FrozenCritic
-    report: ValidityReport
+    report: ValidityReport | None  # None when stage one was reused from another run
     relabel_counts: dict[str, int]
     n_train: int
     n_val: int
@@ -94,6 +94,18 @@ def run_critic_stage(
     (out / "relabel_counts.json").write_text(json.dumps(counts, indent=2))
     _log_validity(trainer, report)
     return CriticStageResult(critic, report, counts, len(train_ex), len(dev_ex), time.perf_counter() - t0)
+
+
+def load_critic_stage(stage_one: Path) -> CriticStageResult:
+    """Stage one of an earlier run (``stage_one`` = its run folder): its critic (the validity report stays
+    in that folder; ``report`` is None here)."""
+    from memprm.models.critic import load_critic
+
+    folder = stage_one / "critic"
+    if not (folder / "critic.json").is_file():
+        raise FileNotFoundError(f"{folder} holds no trained critic (fit.stage_one_dir={str(stage_one)!r})")
+    counts = json.loads((folder / "relabel_counts.json").read_text())
+    return CriticStageResult(load_critic(folder), None, counts, 0, 0, 0.0)
 
 
 def _log_validity(trainer, report: ValidityReport) -> None:

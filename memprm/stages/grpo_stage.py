@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memprm.data.records import Dialogue
-from memprm.data.rollout_types import RolloutDataConfig
 from memprm.env.evaluate import evaluate_manager, greedy_manager
-from memprm.env.rollout import GroupRunner, RolloutConfig
+from memprm.env.rollout import GroupRunner
 from memprm.stages.trainer import TrainerConfig, build_trainer
 
 
@@ -54,7 +53,9 @@ def run_grpo_stage(
     module = GRPOPolicyModule(policy, cfg.grpo)
 
     def dev_accuracy(p) -> float:
-        return evaluate_manager(stack.env, dev_selection, greedy_manager(p), desc="dev", progress=False).accuracy
+        return evaluate_manager(
+            stack.env, dev_selection, greedy_manager(p), desc="dev", progress=False
+        ).accuracy
 
     selection = DevCheckpointSelection(dev_accuracy, cfg.dev_selection, dirpath=run_dir / "grpo",
                                        dialogues=dev_selection, test_dialogue_ids=test_ids)  # fmt: skip

@@ -49,13 +49,18 @@ def action_of(d: TeacherDecision) -> Action:
     return Action("merge", d.content, entry_id=d.target_entry_id)
 
 
-def sft_samples(policy, trajs: Sequence[DialogueTrajectory], dialogues: Sequence[Dialogue]) -> list[GateSample]:
+def sft_samples(
+    policy, trajs: Sequence[DialogueTrajectory], dialogues: Sequence[Dialogue]
+) -> list[GateSample]:
     by_id = {d.id: d for d in dialogues}
     out = []
     for t in trajs:
         d = by_id[t.dialogue_id]
         for w in t.windows:
-            out.extend(policy.sample_for(observation_from_decision(d, w.window, x), action_of(x)) for x in w.decisions)
+            out.extend(
+                policy.sample_for(observation_from_decision(d, w.window, x), action_of(x))
+                for x in w.decisions
+            )
     return out
 
 

@@ -15,7 +15,9 @@ from memprm.env.memory_env import MemoryEnv, Policy
 def evaluate_managers(
     env: MemoryEnv, dialogues: Sequence[Dialogue], managers: Mapping[str, Policy], split: str = "test"
 ) -> dict[str, EvalResult]:
-    return {name: evaluate_manager(env, dialogues, m, desc=f"{split}: {name}") for name, m in managers.items()}
+    return {
+        name: evaluate_manager(env, dialogues, m, desc=f"{split}: {name}") for name, m in managers.items()
+    }
 
 
 def results_table(results: Mapping[str, EvalResult], split: str = "test") -> str:
@@ -33,7 +35,9 @@ def results_table(results: Mapping[str, EvalResult], split: str = "test") -> str
 def write_results(results: Mapping[str, EvalResult], run_dir: Path, split: str = "test") -> str:
     table = results_table(results, split)
     (run_dir / f"{split}_results.md").write_text(table + "\n")
-    (run_dir / f"{split}_results.json").write_text(json.dumps({k: asdict(v) for k, v in results.items()}, indent=2))
+    (run_dir / f"{split}_results.json").write_text(
+        json.dumps({k: asdict(v) for k, v in results.items()}, indent=2)
+    )
     from torch.utils.tensorboard import SummaryWriter
 
     with SummaryWriter(str(run_dir / "tb" / split)) as w:

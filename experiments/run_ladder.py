@@ -1,0 +1,136 @@
+"""Run ladder arms × seeds on the embedded default (sequentially), then tabulate and plot.
+
+    python experiments/run_ladder.py --arms outcome_only observational ours --seeds 0 1 2 [key=value ...]
+
+Each arm is a config file ``configs/arms/<arm>.yaml``; every run goes to ``<output_dir>/<arm>-seed<seed>``
+(TensorBoard overlays them: ``tensorboard --logdir runs``). Stage one (teacher trajectories and the critic) is
+computed once per seed, by the first arm, and reused by the others (``fit.stage_one_dir``).
+
+Writes into ``<output_dir>/ladder/``:
+  ladder.md   test accuracy mean ± std per arm over seeds, rollouts to the dev plateau, per-dialogue
+              accuracy and one-sided sign tests (each arm vs the last arm) over test dialogues
+  ladder.png  dev-selection accuracy vs rollouts, one line per arm (mean over seeds)
+The plateau is the first evaluation at which the dev accuracy reaches 95% of the arm's final best.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from memprm.config import load_config  # noqa: E402
+from memprm.eval.significance import sign_test  # noqa: E402
+from memprm.fit import fit  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def dev_curve(run_dir: Path, rollouts_per_step: float) -> list[tuple[float, float]]:
+    path = run_dir / "grpo" / "dev_history.json"
+    if not path.is_file():
+        return []
+    return [(h["step"] * rollouts_per_step, h["accuracy"]) for h in json.loads(path.read_text())["history"]]
+
+
+def plateau(curve: list[tuple[float, float]], frac: float = 0.95) -> float | None:
+    if not curve:
+        return None
+    best = max(a for _, a in curve)
+    return next(r for r, a in curve if a >= frac * best)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--arms", nargs="+", default=["outcome_only", "observational", "ours"])
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--output-dir", default="runs")
+    ap.add_argument("overrides", nargs="*", help="dotted overrides applied to every run")
+    args = ap.parse_args()
+    out = Path(args.output_dir)
+    results: dict[str, dict[int, dict]] = {a: {} for a in args.arms}
+    curves: dict[str, list[list[tuple[float, float]]]] = {a: [] for a in args.arms}
+    for seed in args.seeds:
+        stage_one = ""
+        for arm in args.arms:
+            ov = [f"seed={seed}", f"output_dir={out}", f"rollout_data.seed={seed}", *args.overrides]
+            if stage_one:
+                ov.append(f"fit.stage_one_dir={stage_one}")
+            cfg = load_config(ROOT / "configs" / "arms" / f"{arm}.yaml", ov)
+            res = fit(cfg)
+            stage_one = stage_one or str(res.run_dir)
+            trained = next((v for k, v in res.test.items() if k.startswith("GRPO")), None)
+            results[arm][seed] = {"accuracy": trained.accuracy if trained else float("nan"),
+                                  "per_dialogue": trained.per_dialogue if trained else {},
+                                  "tokens": trained.context_tokens if trained else float("nan")}  # fmt: skip
+            per_step = (
+                cfg.rollout.group_size * cfg.rollout_data.groups_per_batch / max(cfg.grpo.ppo_epochs, 1)
+            )
+            curves[arm].append(dev_curve(res.run_dir, per_step))
+    ladder = out / "ladder"
+    ladder.mkdir(parents=True, exist_ok=True)
+    (ladder / "ladder.md").write_text(table(args.arms, results, curves))
+    plot(args.arms, curves, ladder / "ladder.png")
+    print((ladder / "ladder.md").read_text())
+    print(f"plot: {ladder / 'ladder.png'}")
+    return 0
+
+
+def table(arms, results, curves) -> str:
+    lines = ["| arm | test accuracy (mean ± std) | seeds | context tokens | rollouts to dev plateau |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for arm in arms:
+        accs = [100 * r["accuracy"] for r in results[arm].values()]
+        sd = statistics.stdev(accs) if len(accs) > 1 else 0.0
+        tok = statistics.mean(r["tokens"] for r in results[arm].values())
+        plats = [p for c in curves[arm] if (p := plateau(c)) is not None]
+        plat = f"{statistics.mean(plats):.0f}" if plats else "n/a"
+        lines.append(f"| {arm} | {statistics.mean(accs):.1f} ± {sd:.1f} | {len(accs)} | {tok:.0f} | {plat} |")
+    ref = arms[-1]
+    dialogues = sorted({d for r in results[ref].values() for d in r["per_dialogue"]})
+    lines += ["", "Per test dialogue (accuracy %, mean over seeds):", "",
+              "| dialogue | " + " | ".join(arms) + " |", "|---|" + "---|" * len(arms)]  # fmt: skip
+
+    def mean_acc(arm, d):
+        return statistics.mean(r["per_dialogue"].get(d, 0.0) for r in results[arm].values())
+
+    for d in dialogues:
+        lines.append(f"| {d} | " + " | ".join(f"{100 * mean_acc(a, d):.1f}" for a in arms) + " |")
+    lines += ["", f"One-sided sign test over test dialogues, {ref} > arm:", ""]
+    for arm in arms[:-1]:
+        t = sign_test([mean_acc(ref, d) for d in dialogues], [mean_acc(arm, d) for d in dialogues])
+        lines.append(
+            f"- {ref} vs {arm}: wins {t.statistic:.0f} of {t.n} untied dialogues, p = {t.p_value:.3f}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(arms, curves, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for arm in arms:
+        runs = [c for c in curves[arm] if c]
+        if not runs:
+            continue
+        n = min(len(c) for c in runs)
+        xs = [runs[0][i][0] for i in range(n)]
+        ys = [100 * statistics.mean(c[i][1] for c in runs) for i in range(n)]
+        ax.plot(xs, ys, marker="o", label=arm)
+    ax.set_xlabel("rollouts")
+    ax.set_ylabel("dev-selection accuracy (%)")
+    ax.set_title("Ladder on the embedded default")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

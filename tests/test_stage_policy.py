@@ -1,0 +1,80 @@
+"""SFT on teacher operations, policy weight files, and the test table."""
+
+import pytest
+import torch
+from tiny_models import tiny_scoring_policy
+
+from memprm.config import load_config
+from memprm.data.synthetic import SyntheticConfig, generate_synthetic
+from memprm.env.evaluate import EvalResult
+from memprm.env.trajectories import run_trajectory
+from memprm.stages.roles import build_stack
+from memprm.stages.sft_stage import (
+    SFTConfig,
+    action_of,
+    load_policy,
+    observation_from_decision,
+    run_sft_stage,
+    save_policy,
+    sft_samples,
+)
+from memprm.stages.test_stage import results_table, write_results
+
+
+@pytest.fixture(scope="module")
+def teacher_run():
+    torch.set_num_threads(1)
+    data = generate_synthetic(SyntheticConfig(n_dialogues=2, n_train=1, n_dev=1, sessions_per_dialogue=2))
+    stack = build_stack(load_config(None, ["embedder.kind=hashing", "embedder.dim=512"]))
+    d = data["train"][0]
+    return d, run_trajectory(stack.env, d, stack.teacher, stack.cache())
+
+
+def test_observations_rebuilt_from_decisions(teacher_run):
+    d, traj = teacher_run
+    w = traj.windows[0]
+    x = w.decisions[0]
+    obs = observation_from_decision(d, w.window, x)
+    assert obs.turn.id == x.turn_id and obs.layer == x.layer and obs.neighbours == x.neighbours
+    assert obs.timestamp == d.sessions[0].datetime.isoformat()
+    kinds = {action_of(x).kind for w in traj.windows for x in w.decisions}
+    assert kinds <= {"noop", "write", "merge"} and "write" in kinds
+
+
+def test_sft_moves_the_policy_to_the_teacher_and_weights_round_trip(teacher_run, tmp_path):
+    d, traj = teacher_run
+    policy = tiny_scoring_policy(seed=0, head_std=0.5)
+    samples = sft_samples(policy, [traj], [d])
+    assert len(samples) == sum(len(w.decisions) for w in traj.windows)
+    expected = [{"noop": 0, "write": 1}.get(action_of(x).kind, 2) for w in traj.windows for x in w.decisions]
+    assert [min(s.choice, 2) for s in samples] == expected
+    losses = run_sft_stage(policy, [traj], [d], SFTConfig(steps=15, lr=5e-3, batch_size=16), tmp_path, seed=0)
+    assert len(losses) == 15 and losses[-1] < losses[0]
+    saved = tmp_path / "policy_sft.pt"
+    assert saved.is_file() and list((tmp_path / "tb" / "sft").glob("events.out.tfevents.*"))
+    fresh = tiny_scoring_policy(seed=0, head_std=0.5)
+    policy.eval(), fresh.eval()  # dropout off: log-probs are compared exactly
+    logp_trained = policy.log_probs(samples[:8])[0].detach()
+    assert not torch.allclose(fresh.log_probs(samples[:8])[0].detach(), logp_trained)
+    load_policy(fresh, saved)
+    assert torch.allclose(fresh.log_probs(samples[:8])[0].detach(), logp_trained, atol=1e-6)
+    assert run_sft_stage(policy, [traj], [d], SFTConfig(steps=0), tmp_path / "none", seed=0) == []
+    other = tmp_path / "other.pt"
+    torch.save({"not.a.param": torch.zeros(1)}, other)
+    with pytest.raises(ValueError, match="not in this policy"):
+        load_policy(fresh, other)
+    assert save_policy(fresh, tmp_path / "again.pt").stat().st_size > 0
+
+
+def test_results_table_and_files(tmp_path):
+    res = {
+        "teacher": EvalResult(0.5, 4, 120.0, {"single-hop": 0.5, "temporal": 0.5}, {"d1": 0.5}, 3.0, 1.5),
+        "GRPO (ours)": EvalResult(
+            0.75, 4, 150.0, {"single-hop": 1.0, "temporal": 0.5}, {"d1": 0.75}, 2.0, 2.0
+        ),
+    }
+    table = results_table(res)
+    assert "| GRPO (ours) | 75.0 | 100.0 | 50.0 | 150 | 2.0 | 2.00 |" in table and "4 questions" in table
+    write_results(res, tmp_path)
+    assert (tmp_path / "test_results.md").read_text().startswith("### test")
+    assert '"accuracy": 0.75' in (tmp_path / "test_results.json").read_text()
