@@ -51,7 +51,9 @@ def measure(stack, dialogues, online: bool) -> dict[str, float]:
             exam = run_exam(bank, quiz, stack.reader, stack.judge, stack.retriever, cache)
             c1, t1 = cache.reader_calls, time.perf_counter()
             only = episode_entries(bank, [st.op_id for st in play.steps]) if online else None
-            audit = audit_exam(bank, exam, stack.reader, stack.judge, stack.retriever, cache, only_entries=only)
+            audit = audit_exam(
+                bank, exam, stack.reader, stack.judge, stack.retriever, cache, only_entries=only
+            )
             c2, t2 = cache.reader_calls, time.perf_counter()
             tot["quiz"] += c1 - c0
             tot["audit"] += c2 - c1
