@@ -148,3 +148,12 @@ def test_embedder_cache_and_minilm_offline():
     assert emb.n_encoded == 2
     sim = emb.embed(["Ana got a puppy"])[0]
     assert float(sim @ v[0]) > float(sim @ v[2])
+
+
+def test_gpu_retriever_needs_faiss_gpu():
+    import faiss
+
+    cfg = RetrieverConfig(device="cuda")  # a config can name the GPU anywhere; building it needs faiss-gpu
+    if not hasattr(faiss, "StandardGpuResources"):
+        with pytest.raises(RuntimeError, match=r"memprm\[gpu\]"):
+            Retriever(HashingEmbedder(dim=16), cfg)

@@ -52,10 +52,6 @@ class RetrieverConfig:
                 raise ValueError(f"retriever.widths[{p!r}] must be >= 1, got {self.widths.get(p)}")
         if self.device not in ("cpu", "cuda"):
             raise ValueError(f"retriever.device must be 'cpu' or 'cuda', got {self.device!r}")
-        if self.device == "cuda" and not hasattr(faiss, "StandardGpuResources"):
-            raise ValueError(
-                "retriever.device='cuda' needs faiss with GPU support: pip install 'memprm[gpu]'"
-            )
         if self.max_segments < 1:
             raise ValueError("retriever.max_segments must be >= 1")
 
@@ -153,6 +149,10 @@ class Retriever:
     def __init__(self, embedder: Embedder, cfg: RetrieverConfig | None = None):
         self.embedder = embedder
         self.cfg = cfg or RetrieverConfig()
+        if self.cfg.device == "cuda" and not hasattr(faiss, "StandardGpuResources"):
+            raise RuntimeError(
+                "retriever.device='cuda' needs faiss with GPU support: pip install 'memprm[gpu]'"
+            )
         self._gpu = faiss.StandardGpuResources() if self.cfg.device == "cuda" else None
 
     # --------------------------------------------------------------------------------------- indexing

@@ -31,6 +31,13 @@ def build_trainer(cfg: TrainerConfig, run_dir: Path, name: str, callbacks=(), **
     from lightning import Trainer
     from lightning.pytorch.loggers import TensorBoardLogger
 
+    if (
+        "spawn" in cfg.strategy
+    ):  # spawned ranks get tensors by shared memory; named files work in sandboxes too
+        import torch.multiprocessing
+
+        torch.multiprocessing.set_sharing_strategy("file_system")
+
     kwargs = dict(
         accelerator=cfg.accelerator, devices=cfg.devices, strategy=cfg.strategy, precision=cfg.precision,
         log_every_n_steps=cfg.log_every_n_steps,
