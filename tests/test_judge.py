@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fakes import FakeClient
 
 from memprm.data.records import Question
 from memprm.llm.client import Failure
@@ -141,22 +142,6 @@ def test_build_judge():
 
 
 # --- LLM judge ----------------------------------------------------------------------------------------------
-class FakeClient:
-    """Canned JSON replies, validated as the real client does; records every conversation."""
-
-    def __init__(self, replies):
-        self.replies = list(replies)
-        self.messages: list[list[dict]] = []
-
-    def complete_json(self, messages, validate):
-        self.messages.append(messages)
-        reply = self.replies.pop(0)
-        if isinstance(reply, Failure):
-            return reply
-        try:
-            return validate(reply)
-        except (ValueError, KeyError, TypeError) as exc:
-            return Failure(reason=str(exc), raw=str(reply))
 
 
 MARKED = {name: f"T={name} q={{question}} a={{answer}} r={{response}}" for name in TEMPLATE_NAMES}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
+from fakes import FakeClient
 
 from memprm.data.records import Dialogue, Fact, Question, Session, Turn
 from memprm.data.synthetic import SyntheticConfig, generate_dialogue
@@ -156,20 +157,6 @@ def test_locomo_observation_probes(data_root):
 
 
 # --- LLM probe generator ------------------------------------------------------------------------------------
-class FakeClient:
-    def __init__(self, replies):
-        self.replies = list(replies)
-        self.messages: list[list[dict]] = []
-
-    def complete_json(self, messages, validate):
-        self.messages.append(messages)
-        reply = self.replies.pop(0)
-        if isinstance(reply, Failure):
-            return reply
-        try:
-            return validate(reply)
-        except (ValueError, KeyError, TypeError) as exc:
-            return Failure(reason=str(exc), raw=str(reply))
 
 
 class FakeBatchClient(FakeClient):

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from fakes import FakeClient
 from transformers import AutoTokenizer, BertConfig
 
 from memprm.config import load_config
@@ -11,7 +12,6 @@ from memprm.data.synthetic import SyntheticConfig, generate_synthetic
 from memprm.env.gates import Action, EnvConfig, Observation
 from memprm.env.trajectories import load_trajectories, run_trajectory, save_trajectories
 from memprm.eval.validity import ValidityConfig
-from memprm.llm.client import Failure
 from memprm.llm.teacher import HeuristicTeacher, LLMTeacher, fact_stating, profile_key
 from memprm.memory import HashingEmbedder
 from memprm.memory.embedder import EmbedderConfig, resolve_model_path
@@ -61,18 +61,6 @@ def test_heuristic_teacher_writes_merges_and_skips():
     near = Neighbour("p00001", "profile", "(2023-01-01) Ana: I work as a nurse in Lisbon")
     merged = t(obs("I work as a nurse in Lisbon now", layer="profile", neighbours=[near]))
     assert merged == Action("merge", "Ana: I work as a nurse in Lisbon now", entry_id="p00001")
-
-
-class FakeClient:
-    def __init__(self, replies):
-        self.replies = list(replies)
-
-    def complete_json(self, messages, validate):
-        reply = self.replies.pop(0)
-        try:
-            return validate(reply)
-        except ValueError as exc:
-            return Failure(str(exc), str(reply))
 
 
 def test_llm_teacher_validates_and_counts_invalid_output():

@@ -72,6 +72,22 @@ def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> to
     raise ValueError(f"pool: unknown pooling {pooling!r}")
 
 
+def load_or_take(auto_cls, path: str, dtype: str, model, tokenizer, who: str):
+    """(model, tokenizer): loaded from ``path`` with ``auto_cls`` (``AutoModel``, ``AutoModelForCausalLM``…),
+    or the given ``model`` — a ready ``PreTrainedModel``, or a ``PretrainedConfig`` built with random
+    weights — with its required ``tokenizer``. ``who`` names the caller in errors."""
+    if model is None:
+        base = auto_cls.from_pretrained(path, dtype=_DTYPES[dtype])
+        return base, tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(path)
+    if tokenizer is None:
+        raise ValueError(f"{who}: a tokenizer must be passed together with a model or model config")
+    if isinstance(model, PretrainedConfig):
+        return auto_cls.from_config(model), tokenizer
+    if isinstance(model, PreTrainedModel):
+        return model, tokenizer
+    raise TypeError(f"{who}: model must be a PreTrainedModel or PretrainedConfig, got {type(model)}")
+
+
 def build_backbone(
     cfg: BackboneConfig,
     model: PreTrainedModel | PretrainedConfig | None = None,
@@ -94,24 +110,9 @@ def load_base(
     an explicit tokenizer. A tokenizer without a pad token gets its EOS token as pad (the usual choice for
     decoder-only models; pooling reads the attention mask, so the pad id's value never matters).
     """
-    if model is None:
-        path = resolve_model_path(cfg.model)
-        base = AutoModel.from_pretrained(path, dtype=_DTYPES[cfg.dtype])
-        tok = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(path)
-    else:
-        if tokenizer is None:
-            raise ValueError(
-                "build_backbone: a tokenizer must be passed together with a model or model config"
-            )
-        if isinstance(model, PretrainedConfig):
-            base = AutoModel.from_config(model)
-        elif isinstance(model, PreTrainedModel):
-            base = model
-        else:
-            raise TypeError(
-                f"build_backbone: model must be a PreTrainedModel or PretrainedConfig, got {type(model)}"
-            )
-        tok = tokenizer
+    base, tok = load_or_take(
+        AutoModel, resolve_model_path(cfg.model), cfg.dtype, model, tokenizer, "build_backbone"
+    )
     if isinstance(base, PeftModel) or any("lora_" in name for name, _ in base.named_parameters()):
         raise ValueError(
             "build_backbone: the base model already carries LoRA layers (get_peft_model modifies its model in "

@@ -40,7 +40,6 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from torch import nn
 from transformers import (
     AutoModelForCausalLM,
-    AutoTokenizer,
     PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
@@ -48,12 +47,11 @@ from transformers import (
 
 from memprm.env.gates import Action, Observation
 from memprm.env.ops_format import format_operation, gate_prompt, parse_operation, validate_operation
-from memprm.models.backbone import pad_right
+from memprm.models.backbone import load_or_take, pad_right
 from memprm.models.policy_api import GateSample
 from memprm.models.policy_config import PolicyConfig
 from memprm.models.scoring_policy import eval_mode, pick
 
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 @dataclass
@@ -247,23 +245,9 @@ def build_causal_policy(
     tokenizer: PreTrainedTokenizerBase | None = None,
 ) -> CausalPolicy:
     """Load (or take) the causal LM and tokenizer; inject LoRA (rank > 0) or train every weight (rank 0)."""
-    if model is None:
-        base = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=_DTYPES[cfg.dtype])
-        tok = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(cfg.model)
-    else:
-        if tokenizer is None:
-            raise ValueError(
-                "build_causal_policy: a tokenizer must be passed together with a model or config"
-            )
-        if isinstance(model, PretrainedConfig):
-            base = AutoModelForCausalLM.from_config(model)
-        elif isinstance(model, PreTrainedModel):
-            base = model
-        else:
-            raise TypeError(
-                f"build_causal_policy: model must be a PreTrainedModel or PretrainedConfig, got {type(model)}"
-            )
-        tok = tokenizer
+    base, tok = load_or_take(
+        AutoModelForCausalLM, cfg.model, cfg.dtype, model, tokenizer, "build_causal_policy"
+    )
     if base.get_output_embeddings() is None:
         raise ValueError(f"build_causal_policy: {type(base).__name__} has no LM head (load a …ForCausalLM)")
     if isinstance(base, PeftModel) or any("lora_" in name for name, _ in base.named_parameters()):
