@@ -53,7 +53,6 @@ from memprm.models.policy_config import PolicyConfig
 from memprm.models.scoring_policy import eval_mode, pick
 
 
-
 @dataclass
 class CausalCounts:
     """Running counters of one policy instance (mutable on purpose; read them after rollouts or SFT prep)."""
