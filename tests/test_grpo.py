@@ -23,7 +23,7 @@ from memprm.models.grpo_config import GRPOConfig
 from memprm.models.grpo_losses import clipped_surrogate, kl_k3, policy_loss
 from memprm.models.grpo_module import EMPTY, GRPOPolicyModule, prepare_batch
 from memprm.models.policy_api import GateSample
-from memprm.models.policy_config import PolicyConfig, build_policy
+from memprm.models.policy_config import LoraSettings, PolicyConfig, build_policy
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
 
@@ -284,7 +284,9 @@ def _policy(tokenizer, seed: int = 0):
     )  # fmt: skip
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        policy = build_policy(PolicyConfig(max_length=128), model=bert, tokenizer=tokenizer)
+        policy = build_policy(
+            PolicyConfig(max_length=128, lora=LoraSettings(rank=8)), model=bert, tokenizer=tokenizer
+        )
         torch.nn.init.normal_(policy.head.weight, std=2.0)
     return policy
 

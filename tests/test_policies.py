@@ -65,6 +65,7 @@ def minilm_tokenizer():
 
 
 def _scoring(tokenizer, seed: int = 0, **cfg) -> ScoringPolicy:
+    cfg.setdefault("lora", LoraSettings(rank=8))  # LoRA on: these tests train the encoder too
     """A 2-layer BERT on MiniLM's tokenizer, with a random (seeded) head so candidates differ."""
     bert = BertConfig(
         vocab_size=tokenizer.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -153,7 +154,9 @@ def test_policy_config_builds_from_a_nested_mapping_and_validates():
     with pytest.raises(ValueError, match="causal LM"):
         PolicyConfig(kind="causal")
     with pytest.raises(ValueError, match="rank"):
-        LoraSettings(rank=-1)
+        LoraSettings(rank=-2)
+    assert PolicyConfig().lora_rank == 0 and PolicyConfig(kind="causal", model="x").lora_rank == 16
+    assert PolicyConfig(lora=LoraSettings(rank=8)).lora_rank == 8
     with pytest.raises(ValueError, match="merge_candidates"):
         PolicyConfig(merge_candidates=-1)
 
@@ -488,3 +491,25 @@ def test_causal_rank_zero_trains_every_weight(char_tokenizer):
     with_lora = _causal(char_tokenizer)
     trainable = {n for n, p in with_lora.named_parameters() if p.requires_grad}
     assert trainable and all("lora_" in n and ("q_proj" in n or "v_proj" in n) for n in trainable)
+
+
+def test_frozen_encoder_caches_features_and_still_learns(minilm_tokenizer):
+    policy = _scoring(minilm_tokenizer, lora=LoraSettings(rank=0))
+    assert not any(p.requires_grad for p in policy.encoder.parameters())
+    obs = _obs()
+    gen = torch.Generator().manual_seed(0)
+    action, sample = policy.act(obs, generator=gen)
+    calls = []
+    hook = policy.encoder.register_forward_hook(lambda *a: calls.append(1))
+    logp, _ = policy.log_probs([sample])
+    assert torch.allclose(logp, torch.tensor([sample.logprob]), atol=1e-5)
+    assert calls == []  # re-scoring read the cached features: no encoder forward
+    hook.remove()
+    teacher = policy.sample_for(obs, Action.noop())
+    before = float(policy.log_probs([teacher])[0][0])
+    opt = torch.optim.SGD([p for p in policy.parameters() if p.requires_grad], lr=0.5)
+    for _ in range(5):
+        opt.zero_grad()
+        (-policy.log_probs([teacher])[0].mean()).backward()
+        opt.step()
+    assert float(policy.log_probs([teacher])[0][0]) > before

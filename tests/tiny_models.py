@@ -9,7 +9,7 @@ import torch
 from transformers import AutoTokenizer, BertConfig
 
 from memprm.memory.embedder import resolve_model_path
-from memprm.models.policy_config import PolicyConfig, build_policy
+from memprm.models.policy_config import LoraSettings, PolicyConfig, build_policy
 
 
 @functools.cache
@@ -25,7 +25,9 @@ def tiny_bert_config(tokenizer) -> BertConfig:
 
 
 def tiny_scoring_policy(seed: int = 0, head_std: float = 2.0, **cfg):
-    """A scoring policy on a random 2-layer BERT; a random head so that candidates differ."""
+    """A scoring policy on a random 2-layer BERT (LoRA r=8 unless ``lora`` is given); a random head so that
+    candidates differ."""
+    cfg.setdefault("lora", LoraSettings(rank=8))
     tok = minilm_tokenizer()
     with torch.random.fork_rng():
         torch.manual_seed(seed)

@@ -254,9 +254,9 @@ def build_causal_policy(
             "build_causal_policy: the model already carries LoRA layers (get_peft_model modifies its model "
             "in place); pass a fresh base model"
         )
-    if cfg.lora.rank > 0:
+    if cfg.lora_rank > 0:
         lora = LoraConfig(
-            r=cfg.lora.rank,
+            r=cfg.lora_rank,
             lora_alpha=cfg.lora.alpha,
             lora_dropout=cfg.lora.dropout,
             target_modules=list(cfg.target_modules),

@@ -36,9 +36,10 @@ DTYPES = ("float32", "bfloat16", "float16")
 
 @dataclass(frozen=True)
 class LoraSettings:
-    #: LoRA rank r. 0 = no adapter: the scoring policy then trains its linear head only (encoder frozen), the
-    #: causal policy trains every weight of the model (full fine-tuning).
-    rank: int = 8
+    #: LoRA rank r. 0 = no adapter: the scoring policy then trains its linear head only (encoder frozen, its
+    #: features cached), the causal policy trains every weight of the model (full fine-tuning). -1 = the
+    #: kind's default: 0 for the scoring policy (the CPU default), 16 for the causal policy.
+    rank: int = -1
     #: LoRA scaling alpha (the update is scaled by alpha / r).
     alpha: float = 16.0
     #: dropout on the LoRA branch's input in train mode; 0 keeps train- and eval-mode log-probs equal.
@@ -48,8 +49,8 @@ class LoraSettings:
     target_modules: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.rank < 0:
-            raise ValueError(f"policy.lora.rank must be >= 0, got {self.rank}")
+        if self.rank < -1:
+            raise ValueError(f"policy.lora.rank must be >= 0 (or -1 for the kind's default), got {self.rank}")
         if not (math.isfinite(self.alpha) and self.alpha > 0):
             raise ValueError(f"policy.lora.alpha must be > 0, got {self.alpha}")
         if not 0.0 <= self.dropout < 1.0:
@@ -100,6 +101,13 @@ class PolicyConfig:
             raise ValueError(f"policy.merge_candidates must be >= 0, got {self.merge_candidates}")
         if self.dtype not in DTYPES:
             raise ValueError(f"policy.dtype must be one of {DTYPES}, got {self.dtype!r}")
+
+    @property
+    def lora_rank(self) -> int:
+        """The LoRA rank, with the kind's default (scoring 0, causal 16) filled in."""
+        if self.lora.rank >= 0:
+            return self.lora.rank
+        return 0 if self.kind == "scoring" else 16
 
     @property
     def target_modules(self) -> tuple[str, ...]:

@@ -27,6 +27,11 @@ invalid at the gate (a Merge into an entry not shown, an empty Write) is an erro
 ``act`` runs in eval mode (restoring the previous mode); ``log_probs`` in the current mode: GRPO and SFT keep
 the policy in eval mode, so MiniLM's own dropout never makes a recomputed log-probability differ from the
 sampled one.
+
+Frozen encoder (``lora.rank`` 0, the CPU default): only the head trains, so a pair's pooled features never
+change; they are computed once in eval mode, without gradients, and cached by (candidate, gate) text
+(``feature_cache_size`` pairs at most; the cache is emptied when full). SFT and GRPO then cost a linear layer
+per re-scored candidate. With LoRA the encoder runs, with gradients, on every call.
 """
 
 from __future__ import annotations
@@ -142,6 +147,8 @@ class ScoringPolicy(nn.Module):
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
         self.counts = ScoringCounts()
+        self._features: dict[tuple[str, str], torch.Tensor] = {}  # frozen encoder only (module docstring)
+        self.feature_cache_size = 200_000
 
     @property
     def device(self) -> torch.device:
@@ -244,13 +251,33 @@ class ScoringPolicy(nn.Module):
 
     def _logits(self, texts: Sequence[str], gates: Sequence[str]) -> torch.Tensor:
         """T (candidate, gate) pairs → temperature-scaled logits [T] (float32)."""
+        if any(p.requires_grad for p in self.encoder.parameters()):
+            pooled = self._pool(texts, gates)  # [T, H], with gradients through LoRA
+        else:
+            pooled = self._cached_pool(texts, gates)  # [T, H], constant features
+        return self.head(pooled).squeeze(-1) / self.cfg.temperature  # [T]
+
+    def _pool(self, texts: Sequence[str], gates: Sequence[str]) -> torch.Tensor:
         enc = self._encode(texts, gates, truncation=True)
         inputs = {
             k: enc[k].to(self.device) for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc
         }
         hidden = self.encoder(**inputs).last_hidden_state  # [T, L, H]
-        pooled = pool(hidden.float(), inputs["attention_mask"], "mean")  # [T, H]
-        return self.head(pooled).squeeze(-1) / self.cfg.temperature  # [T]
+        return pool(hidden.float(), inputs["attention_mask"], "mean")  # [T, H]
+
+    def _cached_pool(self, texts: Sequence[str], gates: Sequence[str]) -> torch.Tensor:
+        keys = list(zip(texts, gates, strict=True))
+        missing = [k for k in dict.fromkeys(keys) if k not in self._features]
+        if len(self._features) + len(missing) > self.feature_cache_size:
+            self._features.clear()
+            missing = list(dict.fromkeys(keys))
+        if missing:
+            with torch.no_grad(), eval_mode(self.encoder):
+                for i in range(0, len(missing), 64):
+                    chunk = missing[i : i + 64]
+                    feats = self._pool([k[0] for k in chunk], [k[1] for k in chunk])  # [B, H]
+                    self._features.update(zip(chunk, feats, strict=True))
+        return torch.stack([self._features[k] for k in keys])  # [T, H]
 
 
 def build_scoring_policy(cfg: PolicyConfig, model=None, tokenizer=None) -> ScoringPolicy:
@@ -260,14 +287,14 @@ def build_scoring_policy(cfg: PolicyConfig, model=None, tokenizer=None) -> Scori
         kind="encoder",
         model=cfg.model,
         pooling="mean",
-        lora_rank=max(cfg.lora.rank, 1),
+        lora_rank=max(cfg.lora_rank, 1),
         lora_alpha=cfg.lora.alpha,
         lora_dropout=cfg.lora.dropout,
         target_modules=cfg.target_modules,
         dtype=cfg.dtype,
     )
     base, tok = load_base(bcfg, model, tokenizer)
-    if cfg.lora.rank > 0:
+    if cfg.lora_rank > 0:
         encoder = get_peft_model(base, bcfg.lora_config())
     else:
         base.requires_grad_(False)
