@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from omegaconf import OmegaConf
 
+from memprm.callbacks.config import CriticRefreshConfig, DevSelectionConfig, ShapingMonitorConfig
 from memprm.configtools import ConfigError, build, to_dict
 from memprm.credit.presence import CreditConfig
 from memprm.credit.tiers import RelabelConfig
@@ -81,6 +82,9 @@ class MemprmConfig:
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     rollout_data: RolloutDataConfig = field(default_factory=RolloutDataConfig)
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    dev_selection: DevSelectionConfig = field(default_factory=DevSelectionConfig)
+    critic_refresh: CriticRefreshConfig = field(default_factory=CriticRefreshConfig)
+    shaping_monitor: ShapingMonitorConfig = field(default_factory=ShapingMonitorConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     fit: FitConfig = field(default_factory=FitConfig)
     #: the ladder arm this run belongs to (names the run folder and the TensorBoard run).

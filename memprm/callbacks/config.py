@@ -32,7 +32,7 @@ class CriticRefreshConfig:
     lambda_anchor: float = 1.0
     #: the replay buffer keeps the most recent this many online-labeled operations.
     max_replay: int = 4096
-    #: anchor texts, drawn (seeded) from the replay buffer at the first refresh when none are given, then fixed.
+    #: anchor texts drawn (seeded) from the replay buffer at the first refresh if none are given; then fixed.
     anchor_size: int = 256
     #: a refresh with fewer replay examples than this is skipped (recorded as such, the critic unchanged).
     min_replay: int = 32
@@ -44,7 +44,15 @@ class CriticRefreshConfig:
 
     def __post_init__(self) -> None:
         s = "critic_refresh"
-        for name in ("every_n_steps", "epochs", "batch_size", "max_replay", "anchor_size", "min_replay", "seed"):
+        for name in (
+            "every_n_steps",
+            "epochs",
+            "batch_size",
+            "max_replay",
+            "anchor_size",
+            "min_replay",
+            "seed",
+        ):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int):
                 raise ValueError(f"{s}.{name} must be an integer, got {v!r}")
@@ -65,7 +73,7 @@ class CriticRefreshConfig:
 @dataclass(frozen=True)
 class DevSelectionConfig:
     #: evaluate the policy on the dev selection half every this many optimizer steps.
-    every_n_steps: int = 20
+    every_n_steps: int = 6
     #: also evaluate before the first step (the SFT policy is a candidate: GRPO must beat it to be chosen).
     at_start: bool = True
     #: also evaluate after the last step when that step was not evaluated (the final policy is a candidate).

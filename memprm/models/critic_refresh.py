@@ -13,9 +13,9 @@ Choices, documented once:
   heads; the base weights stay frozen. :func:`trainable_state` / :func:`with_trainable_state` move exactly
   those tensors (a few MB), so a refreshed critic can be stored in a training checkpoint.
 - Each optimizer step takes one replay batch (a seeded permutation per epoch) and the next
-  ``min(batch_size, A)`` anchor texts of a seeded permutation of the A anchor texts, cycling. The net is in train mode (dropout on), as
-  in offline training; the dropout draws come from torch's RNG seeded with ``cfg.seed`` inside a fork, so the
-  run is deterministic and the global RNG is left as it was.
+  ``min(batch_size, A)`` anchor texts of a seeded permutation of the A anchor texts, cycling. The net is in
+  train mode (dropout on), as in offline training; the dropout draws come from torch's RNG seeded with
+  ``cfg.seed`` inside a fork, so the run is deterministic and the global RNG is left as it was.
 - Texts are encoded as the critic scores them (``critic.cfg.max_length``, ``truncation_side``).
 """
 
@@ -51,7 +51,9 @@ class CriticHandle:
 def _trainable_names(net: CriticNet) -> list[str]:
     names = [n for n, _ in net.named_parameters() if "lora_" in n or n.startswith(_HEADS)]
     if not any("lora_" in n for n in names):
-        raise ValueError("critic refresh: the critic net has no LoRA parameters (not built by build_backbone?)")
+        raise ValueError(
+            "critic refresh: the critic net has no LoRA parameters (not built by build_backbone?)"
+        )
     return names
 
 
@@ -68,7 +70,9 @@ def with_trainable_state(critic: FrozenCritic, state: dict[str, torch.Tensor]) -
     expected = set(_trainable_names(net))
     if set(state) != expected:
         extra, missing = sorted(set(state) - expected), sorted(expected - set(state))
-        raise ValueError(f"critic refresh state: unexpected tensors {extra[:3]}, missing tensors {missing[:3]}")
+        raise ValueError(
+            f"critic refresh state: unexpected tensors {extra[:3]}, missing tensors {missing[:3]}"
+        )
     with torch.no_grad():
         for name, value in state.items():
             if params[name].shape != value.shape:
@@ -87,7 +91,7 @@ def refresh_critic(
     anchor_scores: np.ndarray,
     cfg: CriticRefreshConfig,
 ) -> FrozenCritic:
-    """A new critic retrained on ``replay`` with the anchoring term (see the module doc); ``critic`` untouched.
+    """A new critic retrained on ``replay`` with the anchoring term (module doc); ``critic`` is untouched.
 
     ``anchor_scores`` ``[A]`` is the offline snapshot's φ on ``anchor_texts``; with ``cfg.lambda_anchor > 0``
     the anchor set must not be empty.

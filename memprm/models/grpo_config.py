@@ -19,7 +19,7 @@ ADVANTAGE_MODES = ("process", "outcome")
 @dataclass(frozen=True)
 class GRPOConfig:
     #: AdamW learning rate (every trainable policy parameter: LoRA and the scoring head alike).
-    lr: float = 1e-5
+    lr: float = 1e-3
     #: AdamW decoupled weight decay.
     weight_decay: float = 0.0
     #: lower clip range: the ratio π_θ/π_old is clipped below at 1 − eps_low (binds for negative advantages).
@@ -53,7 +53,7 @@ class GRPOConfig:
     #: (:func:`memprm.credit.group_advantages`'s ``eps``).
     adv_eps: float = 1e-6
     #: optimizer steps of the GRPO stage (each training batch makes ``ppo_epochs`` × mini-batches of them).
-    max_steps: int = 40
+    max_steps: int = 12
 
     def __post_init__(self) -> None:
         def finite(name: str) -> float:

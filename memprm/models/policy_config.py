@@ -69,7 +69,7 @@ class PolicyConfig:
     #: tokens per input: one (candidate, gate) pair of the scoring policy, or one prompt of the causal policy
     #: (completions are never cut). Longer inputs are cut and counted in ``policy.counts.truncated``: the
     #: scoring policy cuts the longer of candidate and gate from its end, the causal prompt loses its start.
-    max_length: int = 256
+    max_length: int = 128
     #: causal policy: most tokens generated per gate (a completion without EOS by then is usually invalid).
     max_new_tokens: int = 128
     #: softmax temperature of sampling and of every log-probability (> 0).

@@ -40,6 +40,8 @@ def run_grpo_stage(
     run_dir: Path,
     trainer_cfg: TrainerConfig,
     extra_callbacks=(),
+    dev: tuple[Dialogue, ...] = (),
+    stage_one: Path | None = None,
 ) -> GRPOStageResult:
     from memprm.callbacks import CriticRefresh, DevCheckpointSelection, LambdaAnnealing, ShapingShareMonitor
     from memprm.data.rollout_datamodule import RolloutDataModule
@@ -62,10 +64,32 @@ def run_grpo_stage(
     callbacks = [LambdaAnnealing(cfg.grpo.lambda0, cfg.grpo.lambda_inf, cfg.grpo.k_decay), selection,
                  ShapingShareMonitor(cfg.shaping_monitor, cfg.grpo.weights), *extra_callbacks]  # fmt: skip
     if handle is not None and cfg.critic_refresh.every_n_steps > 0:
-        callbacks.append(CriticRefresh(handle, cfg.critic_refresh, audit=None))
+        callbacks.append(
+            CriticRefresh(handle, cfg.critic_refresh, _validity_audit(cfg, stack, dev, stage_one))
+        )
     trainer = build_trainer(trainer_cfg, run_dir / "tb", "grpo", callbacks, max_steps=cfg.grpo.max_steps,
                             max_epochs=-1)  # fmt: skip
     trainer.fit(module, dm)
     sw = runner.stopwatch.seconds
     outside = 1.0 - sw.get("rollout_models", 0.0) / max(sw.get("rollout", 0.0), 1e-9)
     return GRPOStageResult(trainer.global_step, selection.best_score, selection.best_step, outside)
+
+
+def _validity_audit(cfg, stack, dev, stage_one: Path | None):
+    """The dev validity checks of a critic (the refresh's rollback test), on stage one's dev trajectories."""
+    from memprm.env.trajectories import load_trajectories
+    from memprm.stages.critic_validity import critic_validity
+    from memprm.stages.relabel import relabel_all
+
+    if stage_one is None or not dev:
+        raise ValueError("critic refresh needs the dev dialogues and stage one's dev teacher trajectories")
+    trajs, _ = load_trajectories(stage_one / "teacher" / "dev")
+    relabeled, _ = relabel_all(trajs, stack.embedder, cfg.relabel)
+
+    def audit(critic):
+        return critic_validity(
+            lambda t: critic.score(list(t))[0], relabeled, trajs, dev, stack.env,
+            cfg.validity.thresholds, cfg.validity.deletion_frac, cfg.seed,
+        )  # fmt: skip
+
+    return audit

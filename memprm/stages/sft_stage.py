@@ -23,9 +23,9 @@ from memprm.models.policy_api import GateSample
 @dataclass(frozen=True)
 class SFTConfig:
     #: optimizer steps of SFT (0 skips SFT: the policy starts untrained).
-    steps: int = 60
+    steps: int = 40
     #: AdamW learning rate.
-    lr: float = 1e-3
+    lr: float = 1e-2
     #: gate samples per step.
     batch_size: int = 32
 

@@ -1,0 +1,181 @@
+"""DevCheckpointSelection: keep the policy that scores best on the dev *selection* half; load it at the end.
+
+Every ``every_n_steps`` optimizer steps (and, by default, before the first step and after the last
+one) the policy is evaluated with the injected ``evaluate(policy) -> accuracy`` (the fit wiring passes a
+closure running :func:`memprm.env.evaluate.evaluate_manager` greedily on the dev selection half; no training
+happens there). The best weights by accuracy (strictly better replaces, so a tie keeps the earlier step) are
+kept as a CPU copy of the policy's trainable parameters and written to ``dirpath/best_policy.pt`` (the
+format of :func:`memprm.stages.sft_stage.save_policy`, loadable with ``load_policy``), with
+``dirpath/dev_selection.json`` holding the history. ``on_train_end`` copies the best weights into the
+policy, so what follows (the test evaluation) uses them.
+
+Test questions never select a checkpoint: the constructor takes the dialogues the closure evaluates on and
+refuses any of them whose id is a test dialogue's. Under manual optimization a batch may take several
+optimizer steps; an evaluation is due when the step count crosses a multiple of ``every_n_steps`` (once, even
+if it crosses several).
+
+Logged (directly to the trainer's loggers, at the current step, so no evaluation is lost between logging
+steps): ``dev/accuracy`` at each evaluation; ``dev/best_accuracy`` and ``dev/best_step`` at the end. The state
+(best score, step, weights, history) is saved in checkpoints. Under DDP every rank evaluates (the greedy
+policy and weights are identical), so every rank loads the same best weights; files are written by rank 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from lightning.pytorch import Callback, LightningModule, Trainer
+from torch import nn
+
+from memprm.callbacks.config import DevSelectionConfig
+from memprm.data.records import Dialogue
+
+
+class DevCheckpointSelection(Callback):
+    """Dev-selection-accuracy checkpoint selection; see the module doc."""
+
+    def __init__(
+        self,
+        evaluate: Callable[[nn.Module], float],
+        cfg: DevSelectionConfig,
+        dirpath: str | Path,
+        dialogues: Sequence[Dialogue],
+        test_dialogue_ids: Collection[str],
+    ):
+        if not dialogues:
+            raise ValueError(
+                "DevCheckpointSelection: no dialogues to select on (the dev selection half is empty)"
+            )
+        leaked = sorted({d.id for d in dialogues} & set(test_dialogue_ids))
+        if leaked:
+            raise ValueError(
+                f"DevCheckpointSelection: dialogue(s) {leaked} are test dialogues; test questions must never "
+                "select a checkpoint"
+            )
+        self.evaluate = evaluate
+        self.cfg = cfg
+        self.dirpath = Path(dirpath)
+        self.dialogue_ids = tuple(d.id for d in dialogues)
+        self.best_score: float | None = None
+        self.best_step: int | None = None
+        self.best_state: dict[str, torch.Tensor] | None = None
+        #: (step, accuracy) of every evaluation, in order.
+        self.history: list[tuple[int, float]] = []
+        self._intervals_done = 0
+
+    @property
+    def best_path(self) -> Path:
+        return self.dirpath / "best_policy.pt"
+
+    @staticmethod
+    def _policy(pl_module: LightningModule) -> nn.Module:
+        policy = getattr(pl_module, "policy", None)
+        if not isinstance(policy, nn.Module):
+            raise ValueError(f"DevCheckpointSelection: {type(pl_module).__name__} has no nn.Module 'policy'")
+        return policy
+
+    def _run(self, trainer: Trainer, pl_module: LightningModule) -> float:
+        policy, step = self._policy(pl_module), int(trainer.global_step)
+        was_training = policy.training
+        policy.eval()
+        try:
+            with torch.no_grad():
+                acc = self.evaluate(policy)
+        finally:
+            policy.train(was_training)
+        if (
+            isinstance(acc, bool)
+            or not isinstance(acc, (int, float))
+            or not (math.isfinite(acc) and 0 <= acc <= 1)
+        ):
+            raise ValueError(
+                f"DevCheckpointSelection: evaluate returned {acc!r} at step {step}, not an accuracy"
+            )
+        acc = float(acc)
+        self.history.append((step, acc))
+        if self.best_score is None or acc > self.best_score:
+            state = {n: p.detach().cpu().clone() for n, p in policy.named_parameters() if p.requires_grad}
+            if not state:
+                raise ValueError("DevCheckpointSelection: the policy has no trainable parameters to keep")
+            self.best_score, self.best_step, self.best_state = acc, step, state
+            if trainer.is_global_zero:
+                self.dirpath.mkdir(parents=True, exist_ok=True)
+                torch.save(state, self.best_path)
+        self._write_history(trainer)
+        self._log(trainer, {"dev/accuracy": acc}, step)
+        return acc
+
+    def _write_history(self, trainer: Trainer) -> None:
+        if not trainer.is_global_zero:
+            return
+        self.dirpath.mkdir(parents=True, exist_ok=True)
+        doc = {
+            "best_step": self.best_step,
+            "best_accuracy": self.best_score,
+            "dialogues": list(self.dialogue_ids),
+            "history": [{"step": s, "accuracy": a} for s, a in self.history],
+        }
+        (self.dirpath / "dev_selection.json").write_text(json.dumps(doc, indent=2) + "\n")
+
+    @staticmethod
+    def _log(trainer: Trainer, metrics: dict[str, float], step: int) -> None:
+        for logger in trainer.loggers:
+            logger.log_metrics(metrics, step=step)
+
+    def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._policy(pl_module)
+        if self.cfg.at_start and not self.history:
+            self._run(trainer, pl_module)
+
+    def on_train_batch_end(
+        self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        due = int(trainer.global_step) // self.cfg.every_n_steps
+        if due > self._intervals_done:
+            self._intervals_done = due
+            self._run(trainer, pl_module)
+
+    def on_train_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        step = int(trainer.global_step)
+        if self.cfg.at_end and (not self.history or self.history[-1][0] != step):
+            self._run(trainer, pl_module)
+        if self.best_state is None:
+            return
+        own = dict(self._policy(pl_module).named_parameters())
+        with torch.no_grad():
+            for name, value in self.best_state.items():
+                own[name].copy_(value)
+        self._log(
+            trainer, {"dev/best_accuracy": self.best_score, "dev/best_step": float(self.best_step)}, step
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "best_score": self.best_score,
+            "best_step": self.best_step,
+            "best_state": self.best_state,
+            "history": [[s, a] for s, a in self.history],
+            "intervals_done": self._intervals_done,
+            "dialogues": list(self.dialogue_ids),
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        for key in ("best_score", "best_step", "best_state", "history", "intervals_done", "dialogues"):
+            if key not in state_dict:
+                raise ValueError(f"DevCheckpointSelection checkpoint state: field {key!r} is missing")
+        if tuple(state_dict["dialogues"]) != self.dialogue_ids:
+            raise ValueError(
+                f"DevCheckpointSelection checkpoint state: field 'dialogues' is {state_dict['dialogues']}, "
+                f"this run selects on {list(self.dialogue_ids)}: scores on other dialogues are not comparable"
+            )
+        best = state_dict["best_score"]
+        self.best_score = None if best is None else float(best)
+        self.best_step = None if state_dict["best_step"] is None else int(state_dict["best_step"])
+        self.best_state = state_dict["best_state"]
+        self.history = [(int(s), float(a)) for s, a in state_dict["history"]]
+        self._intervals_done = int(state_dict["intervals_done"])

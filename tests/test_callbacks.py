@@ -1,0 +1,562 @@
+"""The GRPO stage's callbacks: λ annealing, critic refresh and rollback, dev-checkpoint selection, shaping.
+
+Scripted cases call the hooks with fake trainer / module objects; the integration cases run a real
+``lightning.Trainer`` on a tiny module (a linear "policy" and a ``shaping_lambda`` attribute) fed lists of
+:class:`GroupBatch` es, save a checkpoint and resume from it. The critic is a random 2-layer BERT (hidden 32)
+on MiniLM's tokenizer; audits are scripted reports from :func:`memprm.eval.compute_validity`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from lightning.pytorch import LightningModule, Trainer
+from tiny_models import minilm_tokenizer, tiny_bert_config
+from torch import nn
+from torch.utils.data import DataLoader
+
+from memprm.callbacks import (
+    CriticRefresh,
+    CriticRefreshConfig,
+    DevCheckpointSelection,
+    DevSelectionConfig,
+    LambdaAnnealing,
+    ShapingMonitorConfig,
+    ShapingShareMonitor,
+)
+from memprm.callbacks.critic_refresh import KEPT, ROLLED_BACK, SKIPPED
+from memprm.config import load_config
+from memprm.credit import CreditError, RewardWeights, composite_rewards, shaping_share
+from memprm.data.critic_data import CriticExample
+from memprm.data.records import Dialogue
+from memprm.data.rollout_types import GroupBatch, RolloutSteps
+from memprm.data.synthetic import SyntheticConfig, generate_synthetic
+from memprm.env.evaluate import evaluate_manager, greedy_manager
+from memprm.env.gates import Action
+from memprm.eval import compute_validity
+from memprm.models.backbone_config import BackboneConfig
+from memprm.models.critic import CriticModule
+from memprm.models.critic_config import CriticConfig
+from memprm.models.critic_refresh import CriticHandle, refresh_critic, trainable_state, with_trainable_state
+from memprm.models.policy_api import GateSample
+from memprm.stages.roles import build_stack
+from memprm.stages.sft_stage import load_policy
+
+# ---------------------------------------------------------------- doubles and builders
+
+
+class FakeLogger:
+    def __init__(self):
+        self.rows: list[tuple[int, dict]] = []
+
+    def log_metrics(self, metrics, step):
+        self.rows.append((step, dict(metrics)))
+
+    def values(self, name):
+        return [(s, m[name]) for s, m in self.rows if name in m]
+
+
+class FakeTrainer:
+    def __init__(self, world_size: int = 1):
+        self.global_step, self.world_size, self.is_global_zero = 0, world_size, True
+        self.loggers = [FakeLogger()]
+
+
+class FakeModule:
+    def __init__(self, policy=None, weights=None):
+        self.policy, self.shaping_lambda = policy, 1.0
+        self.cfg = SimpleNamespace(weights=weights or RewardWeights())
+        self.logged: list[tuple[str, float]] = []
+
+    def log(self, name, value, **kwargs):
+        self.logged.append((name, float(value)))
+
+
+class WritePolicy(nn.Module):
+    """A gate policy that acts by its weights: Write the turn when the bias is > 0, else Noop."""
+
+    def __init__(self, bias: float = 1.0):
+        super().__init__()
+        self.lin = nn.Linear(2, 1)
+        nn.init.constant_(self.lin.bias, bias)
+
+    def act(self, obs, *, greedy=False, generator=None):
+        if float(self.lin.bias.detach()) > 0:
+            return Action("write", obs.turn.text, "note"), GateSample(prompt=obs.turn.text)
+        return Action.noop(), GateSample(prompt=obs.turn.text)
+
+
+class TinyModule(LightningModule):
+    """Records (global_step, shaping_lambda) at every training step; ``manual`` takes two optimizer steps."""
+
+    def __init__(self, manual: bool = False):
+        super().__init__()
+        self.policy = WritePolicy()
+        self.shaping_lambda = -1.0
+        self.cfg = SimpleNamespace(weights=RewardWeights())
+        self.automatic_optimization = not manual
+        self.seen: list[tuple[int, float]] = []
+
+    def transfer_batch_to_device(self, batch, device, dataloader_idx):
+        return batch
+
+    def training_step(self, batch, batch_idx):
+        self.seen.append((self.global_step, self.shaping_lambda))
+        loss = (self.policy.lin(torch.randn(8, 2)) ** 2).mean()
+        if self.automatic_optimization:
+            return loss
+        opt = self.optimizers()
+        for _ in range(2):
+            opt.zero_grad()
+            self.manual_backward((self.policy.lin(torch.randn(8, 2)) ** 2).mean())
+            opt.step()
+        return None
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def rollout(
+    texts, u=None, rr=None, task=0.5, shaping=None, credit=None, miss=None, labeled=True
+) -> RolloutSteps:
+    t = len(texts)
+    u = np.linspace(0.0, 1.0, t) if u is None else np.asarray(u, dtype=float)
+    rr = (u > 0.5).astype(int) if rr is None else np.asarray(rr)
+    return RolloutSteps(
+        samples=tuple(GateSample(prompt=x) for x in texts), noop=np.zeros(t, dtype=bool),
+        credit=np.zeros(t) if credit is None else np.asarray(credit, dtype=float),
+        miss=np.zeros(t) if miss is None else np.asarray(miss, dtype=float),
+        shaping=np.full(t, 0.5) if shaping is None else np.asarray(shaping, dtype=float), task=task,
+        critic_inputs=tuple(texts) if labeled else (), critic_u=u if labeled else None,
+        critic_rr=rr if labeled else None,
+    )  # fmt: skip
+
+
+def group(*rollouts, dialogue="d1", window=1) -> GroupBatch:
+    return GroupBatch(dialogue, window, tuple(rollouts), quiz_size=3, write_back=0)
+
+
+def texts_at(step: int, n: int = 3) -> list[str]:
+    return [f"turn {step}.{i}: Ana adopted a beagle named Biscuit | op: write pet fact {i}" for i in range(n)]
+
+
+def fit(module, callbacks, max_steps, batches, ckpt_path=None) -> Trainer:
+    trainer = Trainer(
+        max_steps=max_steps, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, callbacks=list(callbacks),
+    )  # fmt: skip
+    loader = DataLoader(batches, batch_size=None, collate_fn=lambda b: b)
+    trainer.fit(module, train_dataloaders=loader, ckpt_path=ckpt_path)
+    return trainer
+
+
+TARGETS = [0.0, 0.25, 0.5, 1.0]
+RHO = {
+    0.8: [0.2, 0.1, 0.3, 0.4],
+    1.0: [0.1, 0.2, 0.3, 0.4],
+    -1.0: [0.4, 0.3, 0.2, 0.1],
+}  # Spearman vs TARGETS
+
+
+def scripted_audit(rhos):
+    """An audit returning reports with the given Spearman values in turn; records the critics it was shown."""
+    queue, shown = list(rhos), []
+
+    def audit(critic):
+        shown.append(critic)
+        return compute_validity(ranking=(RHO[queue.pop(0)], TARGETS))
+
+    return audit, shown
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models run many small ops: one intra-op thread avoids contention (60x slower on a busy host)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def critic():
+    tok = minilm_tokenizer()
+    cfg = CriticConfig(backbone=BackboneConfig(lora_dropout=0.0), max_length=32, score_batch_size=16)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return CriticModule(cfg, model=tiny_bert_config(tok), tokenizer=tok).to_frozen()
+
+
+REFRESH = CriticRefreshConfig(every_n_steps=2, lr=5e-3, epochs=2, batch_size=8, min_replay=4, anchor_size=4,
+                              tolerance=0.25)  # fmt: skip
+
+
+# ---------------------------------------------------------------- λ annealing
+
+
+@pytest.mark.parametrize(("manual", "expected"), [
+    (False, [(0, 1.0), (1, 0.8), (2, 0.6), (3, 0.4), (4, 0.2), (5, 0.2)]),  # one optimizer step per batch
+    (True, [(0, 1.0), (2, 0.6), (4, 0.2)]),  # two per batch: a batch uses λ of its first step
+])  # fmt: skip
+def test_lambda_follows_the_schedule_at_the_optimizer_step(manual, expected):
+    # λ(k) = 0.8·max(1 − k/4, 0) + 0.2
+    module, cb = TinyModule(manual=manual), LambdaAnnealing(1.0, 0.2, 4)
+    trainer = fit(module, [cb], 6, [[group(rollout(["a"]))]] * 6)
+    assert [(k, round(lam, 6)) for k, lam in module.seen] == expected
+    assert float(trainer.callback_metrics["anneal/lambda"]) == pytest.approx(expected[-1][1])
+    assert cb.last_k == expected[-1][0]
+
+
+def test_lambda_state_round_trip_and_bad_schedules():
+    cb, trainer, module = LambdaAnnealing(1.0, 0.2, 4), FakeTrainer(), FakeModule()
+    trainer.global_step = 3
+    cb.on_train_batch_start(trainer, module, [], 0)
+    assert (
+        module.shaping_lambda == pytest.approx(0.4) and ("anneal/lambda", pytest.approx(0.4)) in module.logged
+    )
+    resumed = LambdaAnnealing(1.0, 0.2, 4)
+    resumed.load_state_dict(cb.state_dict())
+    assert (resumed.last_k, resumed.last_lambda) == (3, pytest.approx(0.4))
+    with pytest.raises(ValueError, match="different schedule"):
+        LambdaAnnealing(1.0, 0.2, 8).load_state_dict(cb.state_dict())
+    with pytest.raises(CreditError, match="lambda0 >= lambda_inf"):
+        LambdaAnnealing(0.1, 0.2, 4)
+    with pytest.raises(ValueError, match="shaping_lambda"):
+        cb.on_train_start(trainer, SimpleNamespace())
+
+
+# ---------------------------------------------------------------- shaping share
+
+
+def test_shaping_share_over_a_window_by_hand():
+    # One rollout, T = 2: R = 1 at the last step, u = [0.5, 0], miss = [0, 1], s̃ = [0.5, 0.5].
+    # Masses at λ: task 1.0, credit 0.5, miss 1.0, shaping λ·1.0.
+    r = rollout(["a", "b"], task=1.0, credit=[0.5, 0.0], miss=[0.0, 1.0], shaping=[0.5, 0.5])
+    empty = rollout([], labeled=False)  # no gate steps: no reward, adds nothing
+    cb, trainer, module = ShapingShareMonitor(ShapingMonitorConfig(window=2)), FakeTrainer(), FakeModule()
+    assert cb.share == 0.0
+    shares = []
+    for lam in (1.0, 0.2, 0.2):
+        module.shaping_lambda = lam
+        cb.on_train_batch_end(trainer, module, None, [group(r, r), group(empty)], 0)
+        shares.append(cb.share)
+    assert shares == pytest.approx(
+        [1.0 / 3.5, (1.0 + 0.2) / (3.5 + 2.7), 0.4 / 5.4]
+    )  # the window drops batch 1
+    same = composite_rewards(1.0, [0.5, 0.0], [0.0, 1.0], [0.5, 0.5], lam=1.0)
+    assert shares[0] == pytest.approx(shaping_share([same, same]))
+    assert module.logged[-1] == ("reward/shaping_share_window", pytest.approx(0.4 / 5.4))
+    resumed = ShapingShareMonitor(ShapingMonitorConfig(window=2), RewardWeights())
+    resumed.load_state_dict(cb.state_dict())
+    assert resumed.share == pytest.approx(cb.share)
+    smaller = ShapingShareMonitor(ShapingMonitorConfig(window=1), RewardWeights())
+    smaller.load_state_dict(cb.state_dict())
+    assert smaller.share == pytest.approx(0.2 / 2.7)  # keeps the most recent batch
+
+
+def test_shaping_monitor_weights_from_the_module_and_errors():
+    r = rollout(["a"], task=1.0, shaping=[1.0])
+    cb, module = (
+        ShapingShareMonitor(ShapingMonitorConfig(window=4)),
+        FakeModule(weights=RewardWeights(task=3.0)),
+    )
+    cb.on_fit_start(FakeTrainer(), module)
+    cb.on_train_batch_end(FakeTrainer(), module, None, [group(r)], 0)
+    assert cb.share == pytest.approx(1.0 / 4.0)  # λ·1 / (3·1 + λ·1), λ = 1
+    with pytest.raises(ValueError, match="cfg.weights"):
+        ShapingShareMonitor(ShapingMonitorConfig()).on_fit_start(FakeTrainer(), SimpleNamespace())
+    bad = rollout(["a"], task=1.5)
+    with pytest.raises(ValueError, match=r"group 'd1' window 1, rollout 0.*task_reward"):
+        cb.on_train_batch_end(FakeTrainer(), module, None, [group(bad)], 0)
+    with pytest.raises(ValueError, match="window"):
+        ShapingMonitorConfig(window=0)
+
+
+# ---------------------------------------------------------------- dev-checkpoint selection
+
+DEV = (Dialogue("dev-sel", ("a", "b"), ()),)
+
+
+def test_dev_selection_keeps_the_best_and_loads_it_at_the_end(tmp_path):
+    policy = nn.Linear(2, 1)
+    scores = {0: 0.3, 2: 0.5, 4: 0.4, 6: 0.5}  # a tie at step 6 keeps step 2
+    trainer, module = FakeTrainer(), FakeModule(policy=policy)
+    calls = []
+
+    def evaluate(p):
+        calls.append((trainer.global_step, p.training, torch.is_grad_enabled()))
+        return scores[trainer.global_step]
+
+    cb = DevCheckpointSelection(evaluate, DevSelectionConfig(every_n_steps=2), tmp_path, DEV, {"test-1"})
+    cb.on_train_start(trainer, module)
+    for step in range(1, 7):
+        trainer.global_step = step
+        with torch.no_grad():
+            policy.weight.fill_(float(step))  # weights that name the step they were trained to
+        cb.on_train_batch_end(trainer, module, None, [], step - 1)
+    cb.on_train_end(trainer, module)  # step 6 was evaluated: no extra evaluation
+    assert [c[0] for c in calls] == [0, 2, 4, 6] and not any(c[1] or c[2] for c in calls)  # eval, no grad
+    assert (cb.best_step, cb.best_score) == (2, 0.5)
+    assert torch.all(policy.weight == 2.0)  # the best weights are loaded into the policy
+    fresh = nn.Linear(2, 1)
+    load_policy(fresh, cb.best_path)
+    assert torch.all(fresh.weight == 2.0)
+    doc = json.loads((tmp_path / "dev_selection.json").read_text())
+    assert doc["best_step"] == 2 and [h["step"] for h in doc["history"]] == [0, 2, 4, 6]
+    assert doc["dialogues"] == ["dev-sel"]
+    log = trainer.loggers[0]
+    assert log.values("dev/accuracy") == [(0, 0.3), (2, 0.5), (4, 0.4), (6, 0.5)]
+    assert log.values("dev/best_accuracy") == [(6, 0.5)] and log.values("dev/best_step") == [(6, 2.0)]
+    resumed = DevCheckpointSelection(evaluate, DevSelectionConfig(every_n_steps=2), tmp_path, DEV, set())
+    resumed.load_state_dict(torch.load(_saved(cb.state_dict(), tmp_path), weights_only=True))
+    assert (resumed.best_step, resumed.best_score, resumed.history) == (2, 0.5, cb.history)
+    other = nn.Linear(2, 1)
+    resumed.on_train_end(trainer, FakeModule(policy=other))
+    assert torch.all(other.weight == 2.0) and len(calls) == 4  # restored best, no new evaluation
+    with pytest.raises(ValueError, match="not comparable"):
+        DevCheckpointSelection(evaluate, DevSelectionConfig(), tmp_path, DEV * 2, set()).load_state_dict(
+            cb.state_dict()
+        )
+
+
+def _saved(state, tmp_path):
+    path = tmp_path / "state.pt"
+    torch.save(state, path)
+    return path
+
+
+def test_dev_selection_step_jumps_final_evaluation_and_bad_scores(tmp_path):
+    values = iter([0.2, 0.1, 0.1, 0.9])
+    trainer, module = FakeTrainer(), FakeModule(policy=nn.Linear(2, 1))
+    cb = DevCheckpointSelection(lambda p: next(values), DevSelectionConfig(every_n_steps=2, at_start=False),
+                                tmp_path, DEV, set())  # fmt: skip
+    for step in (3, 6, 7):  # manual optimization: 3 optimizer steps per batch
+        trainer.global_step = step
+        cb.on_train_batch_end(trainer, module, None, [], 0)
+    trainer.global_step = 9
+    cb.on_train_end(trainer, module)
+    assert cb.history == [(3, 0.2), (6, 0.1), (9, 0.1)]  # one evaluation per crossing batch, none at 7
+    cb2 = DevCheckpointSelection(lambda p: math.nan, DevSelectionConfig(), tmp_path, DEV, set())
+    with pytest.raises(ValueError, match="not an accuracy"):
+        cb2.on_train_start(trainer, module)
+
+
+def test_dev_selection_refuses_test_dialogues(tmp_path):
+    dialogues = (Dialogue("syn-003", ("a",), ()), Dialogue("syn-004", ("a",), ()))
+    with pytest.raises(ValueError, match=r"\['syn-004'\] are test dialogues"):
+        DevCheckpointSelection(
+            lambda p: 0.0, DevSelectionConfig(), tmp_path, dialogues, {"syn-004", "syn-005"}
+        )
+    with pytest.raises(ValueError, match="no dialogues"):
+        DevCheckpointSelection(lambda p: 0.0, DevSelectionConfig(), tmp_path, (), set())
+
+
+def test_dev_selection_examines_only_dev_selection_questions(tmp_path):
+    data = generate_synthetic(SyntheticConfig(n_dialogues=3, n_train=1, n_dev=1, sessions_per_dialogue=2,
+                                              turns_per_session=8))  # fmt: skip
+    stack = build_stack(load_config(None, ["embedder.kind=hashing", "embedder.dim=64"]))
+    env, examined, played = stack.env, [], []
+    answer, play = env.reader.answer, env.play_window
+    env.reader.answer = lambda q, retrieval: examined.append(q.id) or answer(q, retrieval)
+    env.play_window = lambda d, *a: played.append(d.id) or play(d, *a)
+    test_ids = {d.id for d in data["test"]}
+    selection = data["dev_selection"]
+
+    def dev_accuracy(p):
+        return evaluate_manager(env, selection, greedy_manager(p), progress=False).accuracy
+
+    cb = DevCheckpointSelection(
+        dev_accuracy, DevSelectionConfig(every_n_steps=2), tmp_path, selection, test_ids
+    )
+    fit(TinyModule(), [cb], 4, [[group(rollout(["a"]))]] * 4)
+    assert [s for s, _ in cb.history] == [0, 2, 4]
+    sel_q = {q.id for d in selection for q in d.questions}
+    others = {q.id for k in ("dev_calibration", "test", "train") for d in data[k] for q in d.questions}
+    assert examined and set(examined) <= sel_q and not set(examined) & others
+    assert set(played) == {d.id for d in selection} and not set(played) & test_ids
+
+
+# ---------------------------------------------------------------- critic refresh: the retraining
+
+
+def _replay(n: int = 8) -> list[CriticExample]:
+    good = "turn: Ana moved to Lisbon in May | op: write profile home Ana lives in Lisbon"
+    bad = "turn: lol ok thanks | op: write event chat they said ok"
+    return [CriticExample(f"{good if i % 2 else bad} #{i}", float(i % 2), i % 2, "d1", "online", f"op{i}")
+            for i in range(n)]  # fmt: skip
+
+
+ANCHORS = [
+    "turn: Biscuit is three | op: merge pet Biscuit is three",
+    "turn: hi | op: noop",
+    "turn: Ana works at the museum | op: write job museum",
+    "turn: bye | op: write chat bye",
+]
+
+
+def test_refresh_critic_trains_a_copy_deterministically(critic):
+    replay = _replay()
+    texts, u = [e.text for e in replay], np.array([e.u for e in replay])
+    before = critic.score(texts)[0]
+    weights = {n: p.clone() for n, p in critic.net.named_parameters()}
+    cfg = CriticRefreshConfig(lr=1e-2, epochs=10, batch_size=8, lambda_anchor=0.0)
+    new = refresh_critic(critic, replay, [], np.zeros(0), cfg)
+    after = new.score(texts)[0]
+    assert np.mean((after - u) ** 2) < np.mean((before - u) ** 2) - 0.05  # φ moved to the labels
+    assert np.array_equal(critic.score(texts)[0], before)  # the original is untouched
+    assert all(torch.equal(p, weights[n]) for n, p in critic.net.named_parameters())
+    again = refresh_critic(critic, replay, [], np.zeros(0), cfg)
+    assert np.array_equal(again.score(texts)[0], after)  # same seed, same critic
+    restored = with_trainable_state(critic, trainable_state(new))
+    assert np.allclose(restored.score(texts)[0], after, atol=1e-6)
+    assert not any(p.requires_grad for p in new.net.parameters()) and not new.net.training
+
+
+def test_refresh_critic_anchoring_keeps_anchor_scores(critic):
+    replay, offline = _replay(), critic.score(ANCHORS)[0]
+    drift = {}
+    for lam in (0.0, 20.0):
+        cfg = CriticRefreshConfig(lr=1e-2, epochs=10, batch_size=8, lambda_anchor=lam)
+        anchored = refresh_critic(critic, replay, ANCHORS, offline, cfg).score(ANCHORS)[0]
+        drift[lam] = float(np.mean(np.abs(anchored - offline)))
+    assert drift[20.0] < 0.5 * drift[0.0]
+
+
+def test_refresh_critic_rejects_bad_inputs(critic):
+    with pytest.raises(ValueError, match="replay buffer is empty"):
+        refresh_critic(critic, [], ANCHORS, np.zeros(4), REFRESH)
+    with pytest.raises(ValueError, match=r"shape \(3,\), expected \(4,\)"):
+        refresh_critic(critic, _replay(), ANCHORS, np.zeros(3), REFRESH)
+    with pytest.raises(ValueError, match="anchor set is empty"):
+        refresh_critic(critic, _replay(), [], np.zeros(0), REFRESH)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        refresh_critic(critic, _replay(), ANCHORS, np.full(4, 1.5), REFRESH)
+
+
+def test_critic_handle_delegates_to_the_current_critic(critic):
+    handle = CriticHandle(critic)
+    assert np.array_equal(handle.score(ANCHORS), critic.score(ANCHORS)[0])
+    handle.critic = refresh_critic(
+        critic, _replay(), [], np.zeros(0), CriticRefreshConfig(lr=1e-2, lambda_anchor=0)
+    )
+    assert not np.allclose(handle.score(ANCHORS), critic.score(ANCHORS)[0])
+
+
+# ---------------------------------------------------------------- critic refresh: the callback
+
+
+def _drive(cb, trainer, steps):
+    for step in steps:
+        trainer.global_step = step
+        cb.on_train_batch_end(
+            trainer, None, None, [group(rollout(texts_at(step)), rollout(texts_at(step, 1)))], 0
+        )
+
+
+def test_refresh_kept_rolled_back_and_kept_within_tolerance(critic):
+    # The current critic audits at ρ = 0.8; refresh 1 reaches 1.0 (kept), refresh 2 −1.0 (rolled back),
+    # refresh 3 0.8, which is within the tolerance 0.25 of the kept 1.0 (kept).
+    handle, (audit, shown) = CriticHandle(critic), scripted_audit([0.8, 1.0, -1.0, 0.8])
+    cb, trainer = CriticRefresh(handle, REFRESH, audit), FakeTrainer()
+    _drive(cb, trainer, [1, 2])
+    first = handle.critic
+    assert shown[0] is critic and first is shown[1] and first is not critic
+    _drive(cb, trainer, [3, 4])
+    assert handle.critic is first and shown[2] is not first  # rolled back to the previous weights
+    _drive(cb, trainer, [5, 6])
+    assert handle.critic is shown[3] and len(shown) == 4  # the kept refresh's report served as baseline
+    assert [(r.step, r.status, r.replay_size) for r in cb.history] == [
+        (2, KEPT, 8), (4, ROLLED_BACK, 16), (6, KEPT, 24)]  # fmt: skip
+    assert (cb.history[1].before["spearman"], cb.history[1].after["spearman"]) == (1.0, -1.0)
+    log = trainer.loggers[0]
+    assert log.values("critic_refresh/kept") == [(2, 1.0), (4, 0.0), (6, 1.0)]
+    assert log.values("critic_refresh/after_spearman") == [(2, 1.0), (4, -1.0), (6, 0.8)]
+    assert len(cb.anchor_texts) == 4 and set(cb.anchor_texts) <= {e.text for e in cb.replay}
+    assert np.allclose(cb.anchor_scores, critic.score(list(cb.anchor_texts))[0])  # the offline snapshot's φ
+
+
+def test_refresh_skips_small_buffers_unlabeled_rollouts_and_checks_labels(critic):
+    handle, (audit, shown) = CriticHandle(critic), scripted_audit([])
+    cfg = CriticRefreshConfig(every_n_steps=1, min_replay=10)
+    cb, trainer = CriticRefresh(handle, cfg, audit), FakeTrainer()
+    trainer.global_step = 1
+    cb.on_train_batch_end(
+        trainer, None, None, [group(rollout(texts_at(1)), rollout(["x"], labeled=False))], 0
+    )
+    assert [(r.status, r.replay_size) for r in cb.history] == [(SKIPPED, 3)] and shown == []
+    assert cb.unlabeled == 1 and handle.critic is critic
+    assert trainer.loggers[0].values("critic_refresh/skipped") == [(1, 1.0)]
+    bad = rollout(["a", "b"], u=[0.0, 1.0], rr=[0])
+    with pytest.raises(
+        ValueError, match=r"group 'd1' window 1, rollout 0: 2 critic_inputs but 2 critic_u and 1"
+    ):
+        cb.collect([group(bad)], 2)
+
+
+def test_refresh_off_needs_no_audit_and_on_needs_one(critic):
+    handle = CriticHandle(critic)
+    off, trainer = CriticRefresh(handle, CriticRefreshConfig(), audit=None), FakeTrainer()
+    _drive(off, trainer, [200, 400])
+    assert len(off.replay) == 0 and off.history == [] and handle.critic is critic
+    with pytest.raises(ValueError, match="needs an audit"):
+        CriticRefresh(handle, REFRESH, audit=None)
+    with pytest.raises(ValueError, match="single process"):
+        CriticRefresh(handle, REFRESH, scripted_audit([])[0]).on_fit_start(FakeTrainer(world_size=2), None)
+    with pytest.raises(ValueError, match="min_replay"):
+        CriticRefreshConfig(min_replay=10, max_replay=5)
+
+
+def test_refresh_state_round_trip_restores_the_refreshed_critic(critic, tmp_path):
+    handle, (audit, _) = CriticHandle(critic), scripted_audit([0.8, 1.0])
+    cb, trainer = CriticRefresh(handle, REFRESH, audit), FakeTrainer()
+    _drive(cb, trainer, [1, 2, 3])
+    state = torch.load(_saved(cb.state_dict(), tmp_path), weights_only=True)  # as Lightning reloads it
+    handle2, (audit2, shown2) = CriticHandle(critic), scripted_audit([1.0, 1.0])
+    resumed = CriticRefresh(handle2, REFRESH, audit2)
+    resumed.load_state_dict(state)
+    restored = handle2.critic
+    assert restored is not critic
+    assert np.allclose(handle2.score(ANCHORS), handle.score(ANCHORS), atol=1e-6)
+    assert len(resumed.replay) == len(cb.replay) == 12 and resumed.history == cb.history
+    assert resumed.anchor_texts == cb.anchor_texts and np.allclose(resumed.anchor_scores, cb.anchor_scores)
+    _drive(resumed, trainer, [4])
+    assert shown2[0] is restored and len(shown2) == 2  # the current critic is audited again after a resume
+    assert (resumed.history[-1].step, resumed.history[-1].status) == (4, KEPT) and handle2.critic is shown2[1]
+
+
+# ---------------------------------------------------------------- all four in a real Trainer, with resume
+
+
+def test_real_trainer_checkpoint_and_resume(critic, tmp_path):
+    batches = [[group(rollout(texts_at(i)), dialogue=f"d{i}")] for i in range(8)]
+
+    def build(dev_scores):
+        handle, (audit, _) = CriticHandle(critic), scripted_audit([0.8] * 10)
+        accuracies = iter(dev_scores)
+        return handle, [
+            LambdaAnnealing(1.0, 0.2, 4),
+            ShapingShareMonitor(ShapingMonitorConfig(window=3)),
+            CriticRefresh(handle, REFRESH, audit),
+            DevCheckpointSelection(lambda p: next(accuracies), DevSelectionConfig(every_n_steps=2), tmp_path,
+                                   DEV, {"d0"}),
+        ]  # fmt: skip
+
+    module, (_, cbs) = TinyModule(), build([0.1, 0.5, 0.3])
+    trainer = fit(module, cbs, 3, batches)
+    ckpt = tmp_path / "last.ckpt"
+    trainer.save_checkpoint(ckpt)
+    assert [s for s, _ in cbs[3].history] == [0, 2, 3] and [r.step for r in cbs[2].history] == [2]
+    module2, (handle2, cbs2) = TinyModule(), build([0.6, 0.2])
+    fit(module2, cbs2, 6, batches, ckpt_path=ckpt)
+    assert [(k, round(lam, 6)) for k, lam in module2.seen] == [(3, 0.4), (4, 0.2), (5, 0.2)]
+    lam_cb, monitor, refresh, select = cbs2
+    assert lam_cb.last_k == 5 and len(monitor.masses) == 3
+    assert [r.step for r in refresh.history] == [2, 4, 6] and len(refresh.replay) == 18
+    assert handle2.critic is not critic  # refreshed critics all along
+    assert [s for s, _ in select.history] == [0, 2, 3, 4, 6]
+    assert (select.best_step, select.best_score) == (4, 0.6)
