@@ -69,6 +69,30 @@ def test_retrieval_equals_brute_force(seed, n_ops, dup, width):
         assert [h.entry.id for h in got_cf.by_layer(layer)] == brute_force(
             bank, emb.vecs, q, layer, width, hidden
         )
+    # hiding every unmasked hit forces the cached candidate list to be searched deeper
+    top = frozenset(got.entry_ids)
+    got_top = r.retrieve_vector(bank.without(top), q)
+    for layer in ("event", "profile"):
+        assert [h.entry.id for h in got_top.by_layer(layer)] == brute_force(
+            bank, emb.vecs, q, layer, width, top
+        )
+
+
+def test_cached_candidates_follow_new_versions_and_forks():
+    rng = np.random.default_rng(3)
+    vecs = rng.normal(size=(50, 16)).astype(np.float32)
+    emb = TableEmbedder(vecs)
+    bank = MemoryBank()
+    ids = [bank.write("event", f"v{i}").entry_id for i in range(20)]
+    r = Retriever(emb, RetrieverConfig(widths={"event": 2}, paths=("event",)))
+    q = emb.vecs[40]
+    first = r.retrieve_vector(bank, q).entry_ids
+    r.retrieve_vector(bank.without([first[0]]), q)  # fills the candidate cache
+    child = bank.fork()
+    bank.merge(ids[5], "v40")  # the query's own vector: ids[5] must now rank first
+    assert r.retrieve_vector(bank, q).entry_ids[0] == ids[5]
+    assert r.retrieve_vector(bank.without([ids[5]]), q).entry_ids == first
+    assert r.retrieve_vector(child, q).entry_ids == first  # the fork never saw the merge
 
 
 def test_whole_chain_returned_and_score_is_max_over_versions():

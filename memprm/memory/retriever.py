@@ -17,7 +17,9 @@ one embedding batch, at the next query (``bank.version_log`` says which versions
 Exactness under masking. Candidate versions come from ``faiss.knn`` per segment (``k_v`` per path, starting at
 ``4·width``); candidates are rescored exactly in float64 and aggregated per entry. If the ``width``-th best
 allowed entry scores above the ``k_v``-th version score by more than float32 rounding, no unseen version can
-change the answer; otherwise ``k_v`` grows ×4 and the search repeats, ending at an exhaustive scan.
+change the answer; otherwise ``k_v`` grows ×4 and the search repeats, ending at an exhaustive scan. The
+unmasked candidate list is cached per query vector on the bank's index (``BankIndex.candidates``), so a
+counterfactual re-query of an audited question only filters it; the cache empties when versions are added.
 """
 
 from __future__ import annotations
@@ -121,13 +123,37 @@ class _LayerIndex:
         return sum(s.n for s in self.sealed) + self.open.n
 
 
+@dataclass(frozen=True)
+class _Candidates:
+    """One layer's answer to one query vector before masking: entries ranked by exact score."""
+
+    k_v: int  # versions searched
+    threshold: float  # exact score of the k_v-th best version (-inf when the search was exhaustive)
+    exhaustive: bool
+    ranked: tuple[tuple[str, float, int], ...]  # (entry id, score, best version), best first, ties by seq
+
+
 class BankIndex:
-    """Per-bank index state (see module docstring). Created and used only by :class:`Retriever`."""
+    """Per-bank index state (see module docstring). Created and used only by :class:`Retriever`.
+
+    ``candidates`` caches each query vector's unmasked candidates per layer, so the deletion re-queries of an
+    audit (the same question against views that hide a few entries) filter a cached list instead of searching
+    again. It is emptied whenever new versions are indexed and is never shared with a fork.
+    """
+
+    max_cached = 4096  # query vectors × layers kept; the oldest is dropped beyond it
 
     def __init__(self, dim: int, layers: dict[str, _LayerIndex] | None = None, n_done: int = 0):
         self.dim = dim
         self.layers = layers or {la: _LayerIndex((), _Segment(dim)) for la in LAYERS}
         self.n_done = n_done  # versions of bank.version_log already indexed
+        self.candidates: dict[tuple[str, bytes], _Candidates] = {}
+
+    def remember(self, key: tuple[str, bytes], cands: _Candidates) -> None:
+        self.candidates.pop(key, None)
+        if len(self.candidates) >= self.max_cached:
+            del self.candidates[next(iter(self.candidates))]
+        self.candidates[key] = cands
 
     def fork(self) -> BankIndex:
         child = {}
@@ -173,6 +199,7 @@ class Retriever:
                         vecs[rows], [new[i][1] for i in rows], [new[i][2] for i in rows]
                     )
             state.n_done = len(bank.version_log)
+            state.candidates.clear()
         state.compact(self.cfg.max_segments)
         return state
 
@@ -201,42 +228,48 @@ class Retriever:
             if layer not in state.layers:
                 raise ValueError(f"unknown layer path {layer!r}; layers are {LAYERS}")
             if width > 0:
-                hits.extend(self._layer_top(base, state.layers[layer], layer, q, width, hidden))
+                hits.extend(self._layer_top(base, state, layer, q, width, hidden))
         return Retrieval(query, tuple(hits))
 
-    def _layer_top(self, bank, li: _LayerIndex, layer, q, width, hidden) -> list[Hit]:
-        segs = li.segments()
-        n = sum(s.n for s in segs)
+    def _layer_top(self, bank, state: BankIndex, layer, q, width, hidden) -> list[Hit]:
+        li = state.layers[layer]
+        n = li.n
         if n == 0:
             return []
-        q64 = q[0].astype(np.float64)
-        k_v = min(n, 4 * width)
+        key = (layer, q.tobytes())
+        cands = state.candidates.get(key)
+        k_v = 4 * width if cands is None else cands.k_v
         while True:
-            scores, seg_ids, rows = [], [], []
-            for si, s in enumerate(segs):
-                d, i = self._knn(q, s.vecs[: s.n], min(k_v, s.n))  # [1, k]
-                ok = i[0] >= 0
-                scores.append(d[0][ok])
-                rows.append(i[0][ok])
-                seg_ids.append(np.full(int(ok.sum()), si))
-            sc, sg, rw = np.concatenate(scores), np.concatenate(seg_ids), np.concatenate(rows)
-            top = np.argsort(-sc, kind="stable")[:k_v]  # candidate versions, [k_v]
-            threshold = float(sc[top[-1]]) if k_v < n else -np.inf
-            cand_vecs = np.stack([segs[sg[j]].vecs[rw[j]] for j in top]).astype(np.float64)
-            exact = cand_vecs @ q64  # [k_v] float64 rescoring
-            best: dict[str, tuple[float, int]] = {}  # entry -> (exact score, version)
-            for j, score in zip(top, exact.tolist(), strict=True):
-                s = segs[sg[j]]
-                eid = s.entry_ids[rw[j]]
-                if eid in hidden:
-                    continue
-                if eid not in best or score > best[eid][0]:
-                    best[eid] = (score, s.version_idx[rw[j]])
-            ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], bank.entry(kv[0]).seq))[:width]
-            exhaustive = k_v >= n
-            if exhaustive or (len(ranked) == width and ranked[-1][1][0] > threshold + _TOL):
-                return [Hit(bank.entry(eid), layer, score, vi) for eid, (score, vi) in ranked]
-            k_v = min(n, 4 * k_v)
+            if cands is None or cands.k_v < min(k_v, n):
+                cands = self._candidates(bank, li, q, min(k_v, n))
+                state.remember(key, cands)
+            ranked = [c for c in cands.ranked if c[0] not in hidden][:width]
+            if cands.exhaustive or (len(ranked) == width and ranked[-1][1] > cands.threshold + _TOL):
+                return [Hit(bank.entry(eid), layer, score, vi) for eid, score, vi in ranked]
+            k_v = 4 * cands.k_v
+
+    def _candidates(self, bank: MemoryBank, li: _LayerIndex, q: np.ndarray, k_v: int) -> _Candidates:
+        """Entries whose best version is among the ``k_v`` nearest versions of one layer, exactly rescored."""
+        segs = li.segments()
+        found = []  # (segment, rows) per segment
+        for s in segs:
+            _, i = self._knn(q, s.vecs[: s.n], min(k_v, s.n))  # [1, k]
+            found.append((s, i[0][i[0] >= 0]))
+        vecs = np.concatenate([s.vecs[rows] for s, rows in found]).astype(np.float64)  # [sum k, dim]
+        exact = vecs @ q[0].astype(np.float64)  # [sum k] float64 rescoring
+        seg_of = np.concatenate([np.full(len(rows), si) for si, (_, rows) in enumerate(found)])
+        row_of = np.concatenate([rows for _, rows in found])
+        top = np.argsort(-exact, kind="stable")[:k_v]  # the k_v best versions
+        n = sum(s.n for s in segs)
+        threshold = float(exact[top[-1]]) if k_v < n else -np.inf
+        best: dict[str, tuple[float, int]] = {}  # entry -> (exact score, version)
+        for j in top.tolist():
+            s, r = found[seg_of[j]][0], int(row_of[j])
+            eid = s.entry_ids[r]
+            if eid not in best:  # ``top`` is sorted, so the first sighting is the entry's best version
+                best[eid] = (float(exact[j]), s.version_idx[r])
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], bank.entry(kv[0]).seq))
+        return _Candidates(k_v, threshold, k_v >= n, tuple((eid, sc, vi) for eid, (sc, vi) in ranked))
 
     def _knn(self, q: np.ndarray, xb: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         if self._gpu is not None:
