@@ -116,7 +116,9 @@ def test_audit_flips_cures_duplicates_and_zero_detection(audit_setup):
     exam = run_exam(bank, quiz, reader, judge, retriever, cache)
     assert [r.correct for r in exam.results] == [True, True, False]
     assert exam.accuracy == pytest.approx(2 / 3)
+    calls = reader.calls
     audit = audit_exam(bank, exam, reader, judge, retriever, cache)
+    assert audit.counts.reader_calls == reader.calls - calls == 3  # each deletion re-answer was computed
     rec = {(r.question_id, r.entry_id): r for r in audit.records}
     assert rec[("q1", ids["a"])].cited and rec[("q1", ids["a"])].flips is True  # sole support: load-bearing
     cited_q2 = [r for r in audit.records if r.question_id == "q2" and r.cited]
@@ -130,8 +132,10 @@ def test_audit_flips_cures_duplicates_and_zero_detection(audit_setup):
     assert audit.chains[ids["a"]] == bank.entry(ids["a"]).op_ids
     # the same audit again is answered entirely from the cache
     calls = reader.calls
-    audit_exam(bank, run_exam(bank, quiz, reader, judge, retriever, cache), reader, judge, retriever, cache)
-    assert reader.calls == calls
+    again = audit_exam(
+        bank, run_exam(bank, quiz, reader, judge, retriever, cache), reader, judge, retriever, cache
+    )
+    assert reader.calls == calls and again.counts.reader_calls == 0 and again.counts.deletion_tests == 3
     assert AuditResult.from_dict(audit.to_dict()) == audit
 
 

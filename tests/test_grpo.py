@@ -246,7 +246,15 @@ def test_prepare_skips_and_counts_groups_without_contrast():
     )
     assert m["grpo/skipped_frac"] == 0.75 and m["grpo/steps"] == 2
     assert m["task/accuracy"] == pytest.approx((1 + 0 + 0.5 + 0.5 + 1 + 1 + 1 + 0) / 8)
-    assert "bank/entries" not in m
+    assert "bank/entries" not in m and not any(k.startswith("audit/") for k in m)
+
+
+def test_group_audit_and_probe_stats_are_averaged_over_the_groups_carrying_them():
+    a, b = _group(_rollout([_plain(WRITE)], 1.0), _rollout([_plain(NOOP)], 0.0)), _hand_group()
+    a.stats.update({"audit/quiz_reader_calls": 8.0, "probe/gate1_pass": 0.5, "time/total": 3.0})
+    b.stats.update({"audit/quiz_reader_calls": 4.0})
+    m = prepare_batch([a, b], 0.5, GRPOConfig(**HAND_CFG)).metrics(0.5)
+    assert m["audit/quiz_reader_calls"] == 6.0 and m["probe/gate1_pass"] == 0.5 and "time/total" not in m
 
 
 def test_prepare_errors_name_group_rollout_and_field():

@@ -36,9 +36,23 @@ def test_run_group_forks_measures_and_writes_back(setup):
     d = data["train"][0]
     runner = GroupRunner(stack.env, CreditConfig(), RolloutConfig(group_size=3), critic)
     mainline, reference = MemoryBank(), MemoryBank()
-    batch, new = runner.run_group(
-        d, 1, mainline, reference, policy, np.random.default_rng(0), torch.Generator().manual_seed(0)
-    )
+    reader, answered = stack.env.reader, []
+
+    class CountingReader:
+        def answer(self, question, retrieval):
+            answered.append(question.id)
+            return reader.answer(question, retrieval)
+
+    stack.env.reader = CountingReader()
+    try:
+        batch, new = runner.run_group(
+            d, 1, mainline, reference, policy, np.random.default_rng(0), torch.Generator().manual_seed(0)
+        )
+    finally:
+        stack.env.reader = reader
+    calls = {k: batch.stats[f"audit/{k}_reader_calls"] for k in ("gate", "quiz", "audit")}
+    assert sum(calls.values()) == len(answered) and calls["quiz"] <= 3 * batch.quiz_size
+    assert calls["audit"] <= sum(r.stats["deletion_tests"] for r in batch.rollouts)
     assert len(mainline) == 0 and len(mainline.ops) == 0  # the mainline itself is never touched
     assert len(reference.entries("verbatim")) == len(d.sessions[0].turns)
     assert batch.group_size == 3 and 0 <= batch.write_back < 3

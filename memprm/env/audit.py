@@ -38,6 +38,7 @@ class AuditCounts:
     questions: int = 0
     records: int = 0
     deletion_tests: int = 0  # (entry, question) pairs re-answered without the entry
+    reader_calls: int = 0  # deletion re-answers the reader really computed (the rest hit the cache)
     flips: int = 0
     cures: int = 0
     zero_detected: int = 0  # managed + verbatim entries never retrieved: no record, no test
@@ -118,7 +119,9 @@ def audit_exam(
                 key = (q.id, eid)
                 if key not in tested:
                     view_retrieval = retriever.retrieve(bank.without([eid]), q.text)
+                    c0 = cache.reader_calls
                     _, verdict = cache.answer(q, view_retrieval)
+                    counts.reader_calls += cache.reader_calls - c0
                     tested[key] = verdict.correct
                     counts.deletion_tests += 1
                 after = tested[key]

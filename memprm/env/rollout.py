@@ -131,8 +131,13 @@ class GroupRunner:
         cache = ReaderCache(self.env.reader, self.env.judge)
         prepared = self.env.prepare_quiz(dialogue, window, reference, cache)
         rollouts = []
+        # reader calls (cache misses) of the probe gates, the group's exams and their audits
+        calls = {"gate": cache.reader_calls, "quiz": 0, "audit": 0}
         for bank, play, recorded in zip(banks, plays, samples, strict=True):
+            c0 = cache.reader_calls
             exam, audit = self.env.examine(bank, prepared.quiz, cache, play)
+            calls["audit"] += audit.counts.reader_calls
+            calls["quiz"] += cache.reader_calls - c0 - audit.counts.reader_calls
             u_entry = presence_credit(
                 audit.records, self.credit, entry_ids=[e.id for e in bank], seed=int(rng.integers(2**31))
             )
@@ -159,6 +164,7 @@ class GroupRunner:
         stats = {f"probe/{k}": v for k, v in prepared.gates.rates().items()}
         stats |= {f"time/{k}": v for k, v in spent.items()} | {"time/total": total}
         stats["time/outside_models_share"] = max(0.0, total - sum(spent.values())) / max(total, 1e-9)
+        stats |= {f"audit/{k}_reader_calls": float(v) for k, v in calls.items()}
         batch = GroupBatch(dialogue.id, window, tuple(rollouts), len(prepared.quiz), write_back, stats)
         return batch, banks[write_back]
 

@@ -43,7 +43,9 @@ ranks; ``batch_size`` = the number of groups):
   mini-batch of every PPO epoch, weighted by mini-batch size (not logged on a step with no kept group: no
   loss was computed);
 - ``bank/entries``, ``bank/versions_per_entry``, ``bank/context_tokens``: means over the rollouts whose
-  ``RolloutSteps.stats`` carry the key (not logged when none does).
+  ``RolloutSteps.stats`` carry the key (not logged when none does);
+- ``audit/{gate,quiz,audit}_reader_calls`` (reader calls of building, answering and auditing a group's quiz)
+  and ``probe/*`` (gate pass rates): means over the groups whose ``GroupBatch.stats`` carry the key.
 
 DDP caveat: every rank must take the same number of optimizer steps per training step (each one
 all-reduces gradients). With ``minibatch_size = 0`` that holds as long as no rank skips all its groups;
@@ -93,6 +95,8 @@ class PreparedBatch:
     breakdowns: tuple[RewardBreakdown, ...]  # every rollout with steps, all groups
     tasks: np.ndarray  # [n_rollouts] R of every rollout of every group
     bank: tuple[tuple[str, float], ...]  # (key, mean over rollouts carrying it) for BANK_STATS present
+    #: (key, mean over the groups carrying it) of the groups' ``audit/*`` and ``probe/*`` stats
+    group_stats: tuple[tuple[str, float], ...] = ()
 
     @property
     def n_groups(self) -> int:
@@ -116,6 +120,7 @@ class PreparedBatch:
         out["grpo/skipped_frac"] = (n - counts[GroupStatus.OK]) / n
         out["grpo/lambda"] = float(lam)
         out.update({f"bank/{k}": v for k, v in self.bank})
+        out.update(dict(self.group_stats))
         return out
 
 
@@ -203,7 +208,13 @@ def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> 
         breakdowns=tuple(breakdowns),
         tasks=np.array(tasks, dtype=np.float64),
         bank=tuple((k, float(np.mean(v))) for k, v in bank.items() if v),
+        group_stats=_group_means(groups, ("audit/", "probe/")),
     )
+
+
+def _group_means(groups: Sequence[GroupBatch], prefixes: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
+    keys = sorted({k for g in groups for k in g.stats if k.startswith(prefixes)})
+    return tuple((k, float(np.mean([g.stats[k] for g in groups if k in g.stats]))) for k in keys)
 
 
 def _check_logprob(v: float, what: str) -> None:
