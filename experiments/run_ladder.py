@@ -4,7 +4,8 @@
 
 Each arm is a config file ``configs/arms/<arm>.yaml``; every run goes to ``<output_dir>/<arm>-seed<seed>``
 (TensorBoard overlays them: ``tensorboard --logdir runs``). Stage one (teacher trajectories and the critic) is
-computed once per seed, by the first arm, and reused by the others (``fit.stage_one_dir``).
+computed once per seed, by the first arm (or taken from ``--stage-one`` folders), and reused by the others
+(``fit.stage_one_dir``); only the first arm of a seed also tests the baselines (teacher, untrained, SFT).
 
 Writes into ``<output_dir>/ladder/``:
   ladder.md   test accuracy mean ± std per arm over seeds, rollouts to the dev plateau, per-dialogue
@@ -28,13 +29,29 @@ from memprm.eval.significance import sign_test  # noqa: E402
 from memprm.fit import fit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+#: managers every arm's test stage also evaluates, tabulated once per seed for reference.
+REFERENCES = ("SFT", "heuristic teacher")
 
 
 def dev_curve(run_dir: Path, rollouts_per_step: float) -> list[tuple[float, float]]:
-    path = run_dir / "grpo" / "dev_history.json"
+    """(rollouts, dev-selection accuracy) at each evaluation, from the ``DevCheckpointSelection`` history
+    (``<run>/grpo/dev_selection.json``); empty when the run had no GRPO stage."""
+    path = run_dir / "grpo" / "dev_selection.json"
     if not path.is_file():
         return []
-    return [(h["step"] * rollouts_per_step, h["accuracy"]) for h in json.loads(path.read_text())["history"]]
+    try:
+        history = json.loads(path.read_text())["history"]
+        return [(h["step"] * rollouts_per_step, float(h["accuracy"])) for h in history]
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"{path}: not a dev-selection history ({e!r})") from e
+
+
+def rollouts_per_step(cfg) -> float:
+    """Rollouts per optimizer step: a batch of G × groups rollouts makes ``ppo_epochs`` steps (one
+    mini-batch per pass, on one device; mini-batching would make the count vary per batch)."""
+    if cfg.grpo.minibatch_size != 0:
+        raise ValueError("run_ladder: rollouts per step are defined for grpo.minibatch_size=0 only")
+    return cfg.rollout.group_size * cfg.rollout_data.groups_per_batch / cfg.grpo.ppo_epochs
 
 
 def plateau(curve: list[tuple[float, float]], frac: float = 0.95) -> float | None:
@@ -49,47 +66,65 @@ def main() -> int:
     ap.add_argument("--arms", nargs="+", default=["outcome_only", "observational", "ours"])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--output-dir", default="runs")
+    ap.add_argument("--stage-one", default="",
+                    help="reuse existing stage-one run folders, e.g. 'runs/stage1-seed{seed}' (default: the "
+                         "first arm of each seed computes it)")  # fmt: skip
     ap.add_argument("overrides", nargs="*", help="dotted overrides applied to every run")
     args = ap.parse_args()
     out = Path(args.output_dir)
     results: dict[str, dict[int, dict]] = {a: {} for a in args.arms}
     curves: dict[str, list[list[tuple[float, float]]]] = {a: [] for a in args.arms}
     for seed in args.seeds:
-        stage_one = ""
-        for arm in args.arms:
+        stage_one = args.stage_one.format(seed=seed)
+        for i, arm in enumerate(args.arms):
             ov = [f"seed={seed}", f"output_dir={out}", f"rollout_data.seed={seed}", *args.overrides]
             if stage_one:
                 ov.append(f"fit.stage_one_dir={stage_one}")
+            if i > 0:  # teacher, untrained and SFT are the same for every arm of a seed
+                ov.append("fit.test_baselines=false")
             cfg = load_config(ROOT / "configs" / "arms" / f"{arm}.yaml", ov)
             res = fit(cfg)
             stage_one = stage_one or str(res.run_dir)
             trained = next((v for k, v in res.test.items() if k.startswith("GRPO")), None)
-            results[arm][seed] = {"accuracy": trained.accuracy if trained else float("nan"),
-                                  "per_dialogue": trained.per_dialogue if trained else {},
-                                  "tokens": trained.context_tokens if trained else float("nan")}  # fmt: skip
-            per_step = (
-                cfg.rollout.group_size * cfg.rollout_data.groups_per_batch / max(cfg.grpo.ppo_epochs, 1)
-            )
-            curves[arm].append(dev_curve(res.run_dir, per_step))
+            if trained is None:
+                raise ValueError(f"run_ladder: arm {arm!r} has no GRPO test result (fit.stages lacks grpo?)")
+            results[arm][seed] = summary(trained)
+            for name in REFERENCES:  # the same for every arm of a seed (shared stage one, seeded SFT)
+                if name in res.test:
+                    results.setdefault(name, {}).setdefault(seed, summary(res.test[name]))
+            curves[arm].append(dev_curve(res.run_dir, rollouts_per_step(cfg)))
     ladder = out / "ladder"
     ladder.mkdir(parents=True, exist_ok=True)
-    (ladder / "ladder.md").write_text(table(args.arms, results, curves))
+    refs = [r for r in REFERENCES if r in results]
+    (ladder / "ladder.md").write_text(table(args.arms, results, curves, refs))
     plot(args.arms, curves, ladder / "ladder.png")
     print((ladder / "ladder.md").read_text())
     print(f"plot: {ladder / 'ladder.png'}")
     return 0
 
 
-def table(arms, results, curves) -> str:
-    lines = ["| arm | test accuracy (mean ± std) | seeds | context tokens | rollouts to dev plateau |",
-             "|---|---|---|---|---|"]  # fmt: skip
-    for arm in arms:
+def summary(result) -> dict:
+    """The parts of an ``EvalResult`` the ladder tabulates."""
+    return {"accuracy": result.accuracy, "per_dialogue": dict(result.per_dialogue),
+            "tokens": result.context_tokens, "entries": result.entries}  # fmt: skip
+
+
+def table(arms, results, curves, references=()) -> str:
+    """The ladder as markdown: one row per arm (then per reference manager), per-dialogue accuracy, and
+    one-sided sign tests of the last arm against each other arm."""
+    lines = ["| arm | test accuracy % (mean ± std) | seeds | context tokens | entries | rollouts to dev plateau |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for arm in [*arms, *references]:
         accs = [100 * r["accuracy"] for r in results[arm].values()]
         sd = statistics.stdev(accs) if len(accs) > 1 else 0.0
         tok = statistics.mean(r["tokens"] for r in results[arm].values())
-        plats = [p for c in curves[arm] if (p := plateau(c)) is not None]
+        ent = statistics.mean(r["entries"] for r in results[arm].values())
+        plats = [p for c in curves.get(arm, []) if (p := plateau(c)) is not None]
         plat = f"{statistics.mean(plats):.0f}" if plats else "n/a"
-        lines.append(f"| {arm} | {statistics.mean(accs):.1f} ± {sd:.1f} | {len(accs)} | {tok:.0f} | {plat} |")
+        name = arm if arm in arms else f"{arm} (reference)"
+        lines.append(
+            f"| {name} | {statistics.mean(accs):.1f} ± {sd:.1f} | {len(accs)} | {tok:.0f} | {ent:.1f} | {plat} |"
+        )
     ref = arms[-1]
     dialogues = sorted({d for r in results[ref].values() for d in r["per_dialogue"]})
     lines += ["", "Per test dialogue (accuracy %, mean over seeds):", "",

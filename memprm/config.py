@@ -53,6 +53,10 @@ class FitConfig:
     #: a run folder whose stage one (teacher trajectories and trained critic) this run reuses instead of
     #: recomputing it — arms of one seed share stage one; empty = this run's own folder.
     stage_one_dir: str = ""
+    #: the test stage also evaluates the heuristic teacher and the untrained and SFT policies beside the
+    #: run's final policy; False = the final policy only (the ladder's later arms of a seed, where those
+    #: baselines are the same as in the first arm).
+    test_baselines: bool = True
 
     def __post_init__(self) -> None:
         bad = [s for s in self.stages if s not in STAGES]

@@ -7,7 +7,7 @@ Stages, in order (``fit.stages`` chooses a subset; an arm is a config, not a cod
 3. ``grpo``: GRPO on grouped rollouts of the train dialogues (critic frozen unless refresh is configured),
    dev-checkpoint selection on the dev *selection* half, the best policy loaded at the end;
 4. ``test``: held-out test accuracy and context tokens of the untrained, SFT and trained policies (those the
-   run has) beside the heuristic teacher, as a table.
+   run has) beside the heuristic teacher, as a table (``fit.test_baselines=false``: the final policy only).
 
 Everything goes under the run folder ``<output_dir>/<run_name>`` (``run_name`` defaults to
 ``<arm>-seed<seed>``): the resolved ``config.yaml``, teacher trajectories, the critic, policy weights, the
@@ -145,9 +145,13 @@ def _test(cfg, stack, policy, untrained, sft_state, splits, run_dir, stages):
         states["SFT"] = sft_state
     if "grpo" in stages:
         states[f"GRPO ({cfg.arm})"] = current
-    results = {
-        "heuristic teacher": evaluate_manager(stack.env, splits["test"], stack.teacher, "test: teacher")
-    }
+    results = {}
+    if cfg.fit.test_baselines:
+        results["heuristic teacher"] = evaluate_manager(
+            stack.env, splits["test"], stack.teacher, "test: teacher"
+        )
+    else:  # the run's final policy only
+        states = dict([list(states.items())[-1]])
     params = dict(policy.named_parameters())
     for name, state in states.items():
         with torch.no_grad():

@@ -24,7 +24,7 @@ from memprm.models.causal_policy import CausalPolicy
 from memprm.models.policy_api import GateSample
 from memprm.models.policy_config import LoraSettings, PolicyConfig, build_policy
 from memprm.models.scoring_policy import ScoringPolicy, gate_candidates
-from memprm.models.sft import sft_loss, sft_train
+from memprm.models.sft import balance_weights, sft_loss, sft_train
 
 ACTIONS = (
     Action.noop(),
@@ -327,6 +327,45 @@ def test_sft_train_is_reproducible_and_validates(minilm_tokenizer):
         sft_train(policy, [], steps=1, lr=1e-3, batch_size=1, seed=0)
     with pytest.raises(ValueError, match="steps"):
         sft_train(policy, samples, steps=0, lr=1e-3, batch_size=1, seed=0)
+
+
+def test_balance_weights_by_hand():
+    kinds = ["noop", "noop", "noop", "write"]
+    # power 1: raw 1/3, 1/3, 1/3, 1 (sum 2) scaled by 4/2 -> each kind totals 2
+    torch.testing.assert_close(balance_weights(kinds, 1.0), torch.tensor([2 / 3, 2 / 3, 2 / 3, 2.0]))
+    torch.testing.assert_close(balance_weights(kinds, 0.0), torch.ones(4))
+    # power 1/2: raw 3^-1/2 (x3) and 1, sum 3^1/2 + 1
+    r = 3**-0.5
+    torch.testing.assert_close(balance_weights(kinds, 0.5), torch.tensor([r, r, r, 1.0]) * 4 / (3 * r + 1))
+    torch.testing.assert_close(balance_weights(["merge"] * 3, 1.0), torch.ones(3))  # one kind: no change
+    with pytest.raises(ValueError, match="power"):
+        balance_weights(kinds, 1.5)
+    with pytest.raises(ValueError, match="no samples"):
+        balance_weights([], 1.0)
+
+
+def test_weighted_sft_loss_and_the_balanced_optimum(minilm_tokenizer):
+    policy = _scoring(minilm_tokenizer, seed=4, lora=LoraSettings(rank=0))
+    obs = _obs(0)  # two candidates: Noop, Write
+    samples = [policy.sample_for(obs, Action.noop())] * 3 + [policy.sample_for(obs, Action("write", "x", ""))]
+    w = torch.tensor([1.0, 1.0, 1.0, 3.0])
+    logp = policy.log_probs(samples)[0].detach()
+    expected = -(w * logp).sum() / w.sum()
+    assert float(sft_loss(policy, samples, w)) == pytest.approx(float(expected), abs=1e-6)
+    with pytest.raises(ValueError, match="weights of shape"):
+        sft_train(policy, samples, steps=1, lr=1e-2, batch_size=4, seed=0, weights=torch.ones(3))
+
+    # One gate, teacher 3 × Noop : 1 × Write. The plain mean's optimum is π(write) = 1/4, so greedy Noops;
+    # balanced (power 1) weights give both kinds the same total weight, optimum π(write) = 1/2.
+    def p_write(power):
+        pol = _scoring(minilm_tokenizer, seed=4, lora=LoraSettings(rank=0))
+        weights = balance_weights(["noop"] * 3 + ["write"], power)
+        sft_train(pol, samples, steps=300, lr=5e-2, batch_size=4, seed=0, weights=weights, progress=False)
+        with torch.no_grad():
+            return float(pol.log_probs(samples[3:])[0].exp())
+
+    assert p_write(0.0) == pytest.approx(0.25, abs=0.02)
+    assert p_write(1.0) == pytest.approx(0.5, abs=0.02)
 
 
 def test_minilm_scoring_policy_recomputes_and_learns():

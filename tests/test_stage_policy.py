@@ -8,6 +8,7 @@ from memprm.config import load_config
 from memprm.data.synthetic import SyntheticConfig, generate_synthetic
 from memprm.env.evaluate import EvalResult
 from memprm.env.trajectories import run_trajectory
+from memprm.models.sft import balance_weights, sft_loss
 from memprm.stages.roles import build_stack
 from memprm.stages.sft_stage import (
     SFTConfig,
@@ -48,8 +49,13 @@ def test_sft_moves_the_policy_to_the_teacher_and_weights_round_trip(teacher_run,
     assert len(samples) == sum(len(w.decisions) for w in traj.windows)
     expected = [{"noop": 0, "write": 1}.get(action_of(x).kind, 2) for w in traj.windows for x in w.decisions]
     assert [min(s.choice, 2) for s in samples] == expected
+    weights = balance_weights([action_of(x).kind for w in traj.windows for x in w.decisions], 1.0)
+    with torch.no_grad():
+        before = float(sft_loss(policy.eval(), samples, weights))
     losses = run_sft_stage(policy, [traj], [d], SFTConfig(steps=15, lr=5e-3, batch_size=16), tmp_path, seed=0)
-    assert len(losses) == 15 and losses[-1] < losses[0]
+    with torch.no_grad():
+        after = float(sft_loss(policy.eval(), samples, weights))
+    assert len(losses) == 15 and after < before  # the balanced loss (the default) over every sample fell
     saved = tmp_path / "policy_sft.pt"
     assert saved.is_file() and list((tmp_path / "tb" / "sft").glob("events.out.tfevents.*"))
     fresh = tiny_scoring_policy(seed=0, head_std=0.5)
@@ -59,6 +65,10 @@ def test_sft_moves_the_policy_to_the_teacher_and_weights_round_trip(teacher_run,
     load_policy(fresh, saved)
     assert torch.allclose(fresh.log_probs(samples[:8])[0].detach(), logp_trained, atol=1e-6)
     assert run_sft_stage(policy, [traj], [d], SFTConfig(steps=0), tmp_path / "none", seed=0) == []
+    with pytest.raises(ValueError, match="sft.balance"):
+        SFTConfig(balance=1.5)
+    with pytest.raises(ValueError, match="not loaded"):
+        sft_samples(policy, [traj], [])
     other = tmp_path / "other.pt"
     torch.save({"not.a.param": torch.zeros(1)}, other)
     with pytest.raises(ValueError, match="not in this policy"):

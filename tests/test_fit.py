@@ -1,0 +1,48 @@
+"""``fit(cfg)`` end to end on a tiny synthetic config: every stage, its files, and reusing stage one."""
+
+import json
+
+import pytest
+
+from memprm.config import load_config
+from memprm.fit import fit
+
+TINY = [
+    "data.synthetic.n_dialogues=3", "data.synthetic.n_train=1", "data.synthetic.n_dev=1",
+    "data.synthetic.sessions_per_dialogue=2", "data.synthetic.turns_per_session=8",
+    "embedder.kind=hashing", "embedder.dim=128", "sft.steps=20", "grpo.max_steps=2",
+    "rollout.group_size=2", "dev_selection.every_n_steps=1",
+]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_fit_runs_every_stage_then_reuses_stage_one(tmp_path):
+    res = fit(load_config(None, [*TINY, f"output_dir={tmp_path}", "fit.run_name=full"]))
+    run = tmp_path / "full"
+    assert res.run_dir == run and set(res.seconds) == {"critic", "sft", "grpo", "test"}
+    for f in (
+        "config.yaml",
+        "timings.json",
+        "policy_sft.pt",
+        "critic",
+        "teacher/train",
+        "grpo/dev_selection.json",
+    ):
+        assert (run / f).exists(), f
+    assert set(res.test) == {"heuristic teacher", "untrained", "SFT", "GRPO (ours)"}
+    assert all(0.0 <= r.accuracy <= 1.0 for r in res.test.values())
+    assert "| GRPO (ours) |" in res.table and len(res.sft_losses) == 20
+    history = json.loads((run / "grpo" / "dev_selection.json").read_text())["history"]
+    assert [h["step"] for h in history] == [0, 2]  # at start, then after the batch (2 PPO epochs = 2 steps)
+    assert list((run / "tb").glob("*/events.out.tfevents.*")) or list(
+        (run / "tb").rglob("events.out.tfevents.*")
+    )
+
+    # a second arm of the same seed: stage one reused, the baselines not re-tested
+    arm = load_config(None, [*TINY, f"output_dir={tmp_path}", "fit.run_name=outcome", "arm=outcome_only",
+                             "grpo.advantage_mode=outcome", "rollout.shaping=none",
+                             f"fit.stage_one_dir={run}", "fit.test_baselines=false"])  # fmt: skip
+    res2 = fit(arm)
+    assert set(res2.test) == {"GRPO (outcome_only)"}
+    assert not (tmp_path / "outcome" / "critic").exists() and not (tmp_path / "outcome" / "teacher").exists()
+    assert res2.seconds["critic"] < res.seconds["critic"]

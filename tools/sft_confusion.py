@@ -1,0 +1,93 @@
+"""How well SFT imitates the teacher: greedy confusion on the teacher's own train gates, per SFT setting.
+
+    python tools/sft_confusion.py runs/<run> 0:400:0.03 0.5:400:0.03 1:400:0.03 [--config F] [key=value ...]
+
+``runs/<run>`` is a run folder holding stage one (``teacher/train``; ``python -m memprm fit
+fit.stages=[critic]`` makes one). Each ``balance:steps:lr`` trains the policy's head from zero with
+:func:`memprm.models.sft.sft_train` on the teacher's samples, weighted by ``balance_weights(kinds,
+balance)``, then prints, for each teacher action kind, what the greedy policy picks at those gates, and the
+per-kind recall. With the frozen-encoder default the pooled features are computed once and shared by every
+setting, so only the head is retrained. Training gates are the teacher's own: this measures imitation (can
+the head represent the teacher's choices), not generalization.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+KINDS = ("noop", "write", "merge")
+
+
+def greedy_kind(policy, sample) -> str:
+    """The kind of the candidate the policy ranks first at ``sample``'s gate (ties: the lowest index)."""
+    from memprm.models.policy_api import GateSample
+
+    alts = [GateSample(sample.prompt, sample.candidates, j) for j in range(len(sample.candidates))]
+    j = int(torch.argmax(policy.log_probs(alts)[0]))
+    return KINDS[min(j, 2)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("settings", nargs="+", help="balance:steps:lr")
+    ap.add_argument("--config", default=None)
+    ap.add_argument("--overrides", nargs="*", default=[])
+    args = ap.parse_args()
+
+    from memprm.config import load_config
+    from memprm.data.source import load_source
+    from memprm.env.rollout import Stopwatch
+    from memprm.models.policy_config import build_policy
+    from memprm.models.sft import balance_weights, sft_train
+    from memprm.stages.critic_stage import teacher_trajectories
+    from memprm.stages.roles import build_stack
+    from memprm.stages.sft_stage import _samples_and_kinds
+
+    cfg = load_config(args.config, args.overrides)
+    if cfg.policy.lora_rank != 0:
+        raise SystemExit(
+            "sft_confusion: retrains the head only; needs the frozen-encoder policy (lora.rank 0)"
+        )
+    settings = []
+    for spec in args.settings:
+        try:
+            b, steps, lr = spec.split(":")
+            settings.append((spec, float(b), int(steps), float(lr)))
+        except ValueError as e:
+            raise SystemExit(f"sft_confusion: setting {spec!r} is not balance:steps:lr ({e})") from e
+    train = load_source(cfg.data)["train"]
+    stack = build_stack(cfg, Stopwatch())
+    trajs = teacher_trajectories(stack, train, args.run_dir / "teacher" / "train", "teacher (train)")
+    policy = build_policy(cfg.policy)
+    pairs = _samples_and_kinds(policy, trajs, train)
+    samples, kinds = [s for s, _ in pairs], [k for _, k in pairs]
+    print(f"teacher gates: {len(samples)} ({', '.join(f'{k} {Counter(kinds)[k]}' for k in KINDS)})\n")
+    print("| balance:steps:lr | final loss | teacher kind | → noop | → write | → merge | recall |")
+    print("|---|---|---|---|---|---|---|")
+    for spec, balance, steps, lr in settings:
+        torch.nn.init.zeros_(policy.head.weight)
+        torch.nn.init.zeros_(policy.head.bias)
+        w = balance_weights(kinds, balance)
+        losses = sft_train(
+            policy, samples, steps, lr, cfg.sft.batch_size, cfg.seed, weights=w, progress=False
+        )
+        with torch.no_grad():
+            conf = Counter((k, greedy_kind(policy, s)) for s, k in zip(samples, kinds, strict=True))
+        for k in KINDS:
+            n = sum(conf[(k, p)] for p in KINDS)
+            recall = f"{100 * conf[(k, k)] / n:.0f}%" if n else "n/a"
+            cells = " | ".join(str(conf[(k, p)]) for p in KINDS)
+            print(f"| {spec} | {losses[-1]:.3f} | {k} | {cells} | {recall} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
