@@ -1,6 +1,7 @@
 """Run ladder arms × seeds on the embedded default (sequentially), then tabulate and plot.
 
     python experiments/run_ladder.py --arms outcome_only observational ours --seeds 0 1 2 [key=value ...]
+    python experiments/run_ladder.py --tabulate-only      # re-tabulate the run folders already there
 
 Each arm is a config file ``configs/arms/<arm>.yaml``; every run goes to ``<output_dir>/<arm>-seed<seed>``
 (TensorBoard overlays them: ``tensorboard --logdir runs``). Stage one (teacher trajectories and the critic) is
@@ -69,11 +70,15 @@ def main() -> int:
     ap.add_argument("--stage-one", default="",
                     help="reuse existing stage-one run folders, e.g. 'runs/stage1-seed{seed}' (default: the "
                          "first arm of each seed computes it)")  # fmt: skip
+    ap.add_argument("--tabulate-only", action="store_true",
+                    help="run nothing: tabulate and plot the run folders already under --output-dir "
+                         "(missing ones are listed and left out)")  # fmt: skip
     ap.add_argument("overrides", nargs="*", help="dotted overrides applied to every run")
     args = ap.parse_args()
     out = Path(args.output_dir)
     results: dict[str, dict[int, dict]] = {a: {} for a in args.arms}
     curves: dict[str, list[list[tuple[float, float]]]] = {a: [] for a in args.arms}
+    missing = []
     for seed in args.seeds:
         stage_one = args.stage_one.format(seed=seed)
         for i, arm in enumerate(args.arms):
@@ -83,16 +88,19 @@ def main() -> int:
             if i > 0:  # teacher, untrained and SFT are the same for every arm of a seed
                 ov.append("fit.test_baselines=false")
             cfg = load_config(ROOT / "configs" / "arms" / f"{arm}.yaml", ov)
-            res = fit(cfg)
-            stage_one = stage_one or str(res.run_dir)
-            trained = next((v for k, v in res.test.items() if k.startswith("GRPO")), None)
-            if trained is None:
-                raise ValueError(f"run_ladder: arm {arm!r} has no GRPO test result (fit.stages lacks grpo?)")
-            results[arm][seed] = summary(trained)
-            for name in REFERENCES:  # the same for every arm of a seed (shared stage one, seeded SFT)
-                if name in res.test:
-                    results.setdefault(name, {}).setdefault(seed, summary(res.test[name]))
-            curves[arm].append(dev_curve(res.run_dir, rollouts_per_step(cfg)))
+            run_dir = out / cfg.run_name
+            if args.tabulate_only:
+                if not (run_dir / "test_results.json").is_file():
+                    missing.append(str(run_dir))
+                    continue
+            else:
+                run_dir = fit(cfg).run_dir
+                stage_one = stage_one or str(run_dir)
+            collect(run_dir, arm, seed, results, curves[arm], rollouts_per_step(cfg))
+    if missing:
+        print(
+            f"run_ladder: {len(missing)} run(s) have no test results and are left out: {', '.join(missing)}"
+        )
     ladder = out / "ladder"
     ladder.mkdir(parents=True, exist_ok=True)
     refs = [r for r in REFERENCES if r in results]
@@ -103,10 +111,24 @@ def main() -> int:
     return 0
 
 
-def summary(result) -> dict:
-    """The parts of an ``EvalResult`` the ladder tabulates."""
-    return {"accuracy": result.accuracy, "per_dialogue": dict(result.per_dialogue),
-            "tokens": result.context_tokens, "entries": result.entries}  # fmt: skip
+def summary(result: dict) -> dict:
+    """The parts of one manager's entry in ``test_results.json`` that the ladder tabulates."""
+    return {"accuracy": result["accuracy"], "per_dialogue": dict(result["per_dialogue"]),
+            "tokens": result["context_tokens"], "entries": result["entries"]}  # fmt: skip
+
+
+def collect(run_dir: Path, arm: str, seed: int, results: dict, arm_curves: list, per_step: float) -> None:
+    """Add one run's test results (``test_results.json``, written by the test stage) and dev curve."""
+    path = run_dir / "test_results.json"
+    tests = json.loads(path.read_text())
+    trained = next((v for k, v in tests.items() if k.startswith("GRPO")), None)
+    if trained is None:
+        raise ValueError(f"{path}: arm {arm!r} has no GRPO test result (fit.stages lacks grpo?)")
+    results[arm][seed] = summary(trained)
+    for name in REFERENCES:  # the same for every arm of a seed (shared stage one, seeded SFT)
+        if name in tests:
+            results.setdefault(name, {}).setdefault(seed, summary(tests[name]))
+    arm_curves.append(dev_curve(run_dir, per_step))
 
 
 def table(arms, results, curves, references=()) -> str:

@@ -65,6 +65,10 @@ def test_two_process_ddp_grpo(tmp_path):
                       callbacks=[Report(str(tmp_path))])  # fmt: skip
     trainer.fit(module, dm)
     r0, r1 = (json.loads((tmp_path / f"rank{i}.json").read_text()) for i in (0, 1))
+    for r in (r0, r1):  # shown with pytest -s
+        flat = [x for v in r["params"].values() for x in torch.tensor(v).flatten().tolist()]
+        print(f"rank {r['rank']}: {r['steps']} optimizer steps; episodes {r['seen']}; "
+              f"weights sum {sum(flat):.6f} over {len(flat)} values")  # fmt: skip
     assert r0["steps"] == r1["steps"] == 3
     assert r0["params"] == r1["params"]  # gradients were all-reduced: identical weights on both ranks
     d0, d1 = {d for d, _ in r0["seen"]}, {d for d, _ in r1["seen"]}

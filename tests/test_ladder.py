@@ -1,6 +1,7 @@
 """experiments/run_ladder.py: reading dev-selection histories, plateaus, and the ladder table."""
 
 import importlib.util
+import json
 import math
 from pathlib import Path
 from types import SimpleNamespace
@@ -68,3 +69,25 @@ def test_table_rows_references_and_sign_test():
     assert "| t2 | 50.0 | 70.0 |" in md
     # ours beats base on all 3 dialogues: one-sided p = 1/8
     assert "ours vs base: wins 3 of 3 untied dialogues, p = 0.125" in md
+
+
+def test_collect_reads_a_run_folder(tmp_path):
+    def entry(acc):
+        return {"accuracy": acc, "per_dialogue": {"t1": acc}, "context_tokens": 50.0, "entries": 3.0}
+
+    run = tmp_path / "ours-seed1"
+    (run / "grpo").mkdir(parents=True)
+    (run / "test_results.json").write_text(json.dumps({"SFT": entry(0.4), "GRPO (ours)": entry(0.6)}))
+    (run / "grpo" / "dev_selection.json").write_text(json.dumps({"history": [{"step": 0, "accuracy": 0.3}]}))
+    results, curve = {"ours": {}}, []
+    ladder.collect(run, "ours", 1, results, curve, per_step=4.0)
+    assert results["ours"][1] == {
+        "accuracy": 0.6,
+        "per_dialogue": {"t1": 0.6},
+        "tokens": 50.0,
+        "entries": 3.0,
+    }
+    assert results["SFT"][1]["accuracy"] == 0.4 and curve == [[(0.0, 0.3)]]
+    (run / "test_results.json").write_text(json.dumps({"SFT": entry(0.4)}))
+    with pytest.raises(ValueError, match="no GRPO test result"):
+        ladder.collect(run, "ours", 1, results, curve, per_step=4.0)
