@@ -42,14 +42,20 @@ def dev_curve(run_dir: Path, rollouts_per_step: float) -> list[tuple[float, floa
         return []
     try:
         history = json.loads(path.read_text())["history"]
-        return [(h["step"] * rollouts_per_step, float(h["accuracy"])) for h in history]
+        # rollouts as played (zero-variance groups take rollouts but no step); step-derived for old runs
+        return [
+            (h["rollouts"] if h.get("rollouts") is not None else h["step"] * rollouts_per_step,
+             float(h["accuracy"]))
+            for h in history
+        ]  # fmt: skip
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"{path}: not a dev-selection history ({e!r})") from e
 
 
 def rollouts_per_step(cfg) -> float:
-    """Rollouts per optimizer step: a batch of G × groups rollouts makes ``ppo_epochs`` steps (one
-    mini-batch per pass, on one device; mini-batching would make the count vary per batch)."""
+    """Rollouts per optimizer step when no group is skipped: a batch of G × groups rollouts makes
+    ``ppo_epochs`` steps (one mini-batch per pass, one device). Only for histories without a ``rollouts``
+    field (runs older than it): skipped zero-variance groups make it an undercount."""
     if cfg.grpo.minibatch_size != 0:
         raise ValueError("run_ladder: rollouts per step are defined for grpo.minibatch_size=0 only")
     return cfg.rollout.group_size * cfg.rollout_data.groups_per_batch / cfg.grpo.ppo_epochs

@@ -293,9 +293,11 @@ def test_dev_selection_keeps_the_best_and_loads_it_at_the_end(tmp_path):
         return scores[trainer.global_step]
 
     cb = DevCheckpointSelection(evaluate, DevSelectionConfig(every_n_steps=2), tmp_path, DEV, {"test-1"})
+    trainer.datamodule = SimpleNamespace(rollouts_played=0)  # a rollout datamodule: 5 rollouts per step
     cb.on_train_start(trainer, module)
     for step in range(1, 7):
         trainer.global_step = step
+        trainer.datamodule.rollouts_played = 5 * step
         with torch.no_grad():
             policy.weight.fill_(float(step))  # weights that name the step they were trained to
         cb.on_train_batch_end(trainer, module, None, [], step - 1)
@@ -308,6 +310,7 @@ def test_dev_selection_keeps_the_best_and_loads_it_at_the_end(tmp_path):
     assert torch.all(fresh.weight == 2.0)
     doc = json.loads((tmp_path / "dev_selection.json").read_text())
     assert doc["best_step"] == 2 and [h["step"] for h in doc["history"]] == [0, 2, 4, 6]
+    assert [h["rollouts"] for h in doc["history"]] == [0, 10, 20, 30]
     assert doc["dialogues"] == ["dev-sel"]
     log = trainer.loggers[0]
     assert log.values("dev/accuracy") == [(0, 0.3), (2, 0.5), (4, 0.4), (6, 0.5)]
@@ -315,6 +318,7 @@ def test_dev_selection_keeps_the_best_and_loads_it_at_the_end(tmp_path):
     resumed = DevCheckpointSelection(evaluate, DevSelectionConfig(every_n_steps=2), tmp_path, DEV, set())
     resumed.load_state_dict(torch.load(_saved(cb.state_dict(), tmp_path), weights_only=True))
     assert (resumed.best_step, resumed.best_score, resumed.history) == (2, 0.5, cb.history)
+    assert resumed.rollouts == cb.rollouts == [0, 10, 20, 30]
     other = nn.Linear(2, 1)
     resumed.on_train_end(trainer, FakeModule(policy=other))
     assert torch.all(other.weight == 2.0) and len(calls) == 4  # restored best, no new evaluation

@@ -22,6 +22,10 @@ def test_dev_curve_reads_what_dev_selection_writes(tmp_path):
     sel = DevCheckpointSelection(lambda p: 0.0, DevSelectionConfig(), tmp_path / "run" / "grpo",
                                  [Dialogue("dev-1", ("A", "B"), ())], test_dialogue_ids=())  # fmt: skip
     sel.history = [(0, 0.40), (6, 0.50), (12, 0.48)]
+    sel.rollouts = [0, 40, 90]  # as played: skipped groups took rollouts but no step
+    sel._write_history(SimpleNamespace(is_global_zero=True))
+    assert ladder.dev_curve(tmp_path / "run", rollouts_per_step=2.0) == [(0, 0.40), (40, 0.50), (90, 0.48)]
+    sel.rollouts = [None] * 3  # no rollout datamodule (or a run older than the field): steps × per step
     sel._write_history(SimpleNamespace(is_global_zero=True))
     assert ladder.dev_curve(tmp_path / "run", rollouts_per_step=2.0) == [(0, 0.40), (12, 0.50), (24, 0.48)]
     assert ladder.dev_curve(tmp_path / "no-grpo", 2.0) == []

@@ -6,7 +6,8 @@ closure running :func:`memprm.env.evaluate.evaluate_manager` greedily on the dev
 happens there). The best weights by accuracy (strictly better replaces, so a tie keeps the earlier step) are
 kept as a CPU copy of the policy's trainable parameters and written to ``dirpath/best_policy.pt`` (the
 format of :func:`memprm.stages.sft_stage.save_policy`, loadable with ``load_policy``), with
-``dirpath/dev_selection.json`` holding the history. ``on_train_end`` copies the best weights into the
+``dirpath/dev_selection.json`` holding the history (step, accuracy, and rollouts played on all ranks so far,
+read from the datamodule's ``rollouts_played``). ``on_train_end`` copies the best weights into the
 policy, so what follows (the test evaluation) uses them.
 
 Test questions never select a checkpoint: the constructor takes the dialogues the closure evaluates on and
@@ -66,6 +67,9 @@ class DevCheckpointSelection(Callback):
         self.best_state: dict[str, torch.Tensor] | None = None
         #: (step, accuracy) of every evaluation, in order.
         self.history: list[tuple[int, float]] = []
+        #: rollouts played on all ranks before each evaluation (None without a rollout datamodule): the x
+        #: axis of the ladder, since skipped zero-variance groups take rollouts but no optimizer step.
+        self.rollouts: list[int | None] = []
         self._intervals_done = 0
 
     @property
@@ -98,6 +102,8 @@ class DevCheckpointSelection(Callback):
             )
         acc = float(acc)
         self.history.append((step, acc))
+        played = getattr(getattr(trainer, "datamodule", None), "rollouts_played", None)
+        self.rollouts.append(None if played is None else int(played) * getattr(trainer, "world_size", 1))
         if self.best_score is None or acc > self.best_score:
             state = {n: p.detach().cpu().clone() for n, p in policy.named_parameters() if p.requires_grad}
             if not state:
@@ -118,7 +124,10 @@ class DevCheckpointSelection(Callback):
             "best_step": self.best_step,
             "best_accuracy": self.best_score,
             "dialogues": list(self.dialogue_ids),
-            "history": [{"step": s, "accuracy": a} for s, a in self.history],
+            "history": [
+                {"step": s, "accuracy": a, "rollouts": r}
+                for (s, a), r in zip(self.history, self.rollouts, strict=True)
+            ],
         }
         (self.dirpath / "dev_selection.json").write_text(json.dumps(doc, indent=2) + "\n")
 
@@ -160,12 +169,21 @@ class DevCheckpointSelection(Callback):
             "best_step": self.best_step,
             "best_state": self.best_state,
             "history": [[s, a] for s, a in self.history],
+            "rollouts": list(self.rollouts),
             "intervals_done": self._intervals_done,
             "dialogues": list(self.dialogue_ids),
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        for key in ("best_score", "best_step", "best_state", "history", "intervals_done", "dialogues"):
+        for key in (
+            "best_score",
+            "best_step",
+            "best_state",
+            "history",
+            "rollouts",
+            "intervals_done",
+            "dialogues",
+        ):
             if key not in state_dict:
                 raise ValueError(f"DevCheckpointSelection checkpoint state: field {key!r} is missing")
         if tuple(state_dict["dialogues"]) != self.dialogue_ids:
@@ -178,4 +196,5 @@ class DevCheckpointSelection(Callback):
         self.best_step = None if state_dict["best_step"] is None else int(state_dict["best_step"])
         self.best_state = state_dict["best_state"]
         self.history = [(int(s), float(a)) for s, a in state_dict["history"]]
+        self.rollouts = [None if r is None else int(r) for r in state_dict["rollouts"]]
         self._intervals_done = int(state_dict["intervals_done"])

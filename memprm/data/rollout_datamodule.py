@@ -74,6 +74,11 @@ class RolloutDataModule(LightningDataModule):
             return self._policy
         return self.trainer.lightning_module.policy
 
+    @property
+    def rollouts_played(self) -> int:
+        """Rollouts this rank has played (episodes × G), skipped zero-variance groups included."""
+        return self.episodes * self.runner.cfg.group_size
+
     def next_group(self) -> GroupBatch:
         d = self.dialogues[self.cursor % len(self.dialogues)]
         self.cursor += 1
