@@ -49,7 +49,7 @@ def main() -> int:
     from memprm.models.sft import balance_weights, sft_train
     from memprm.stages.critic_stage import teacher_trajectories
     from memprm.stages.roles import build_stack
-    from memprm.stages.sft_stage import _samples_and_kinds
+    from memprm.stages.sft_stage import samples_and_kinds
 
     cfg = load_config(args.config, args.overrides)
     if cfg.policy.lora_rank != 0:
@@ -67,7 +67,7 @@ def main() -> int:
     stack = build_stack(cfg, Stopwatch())
     trajs = teacher_trajectories(stack, train, args.run_dir / "teacher" / "train", "teacher (train)")
     policy = build_policy(cfg.policy)
-    pairs = _samples_and_kinds(policy, trajs, train)
+    pairs = samples_and_kinds(policy, trajs, train)
     samples, kinds = [s for s, _ in pairs], [k for _, k in pairs]
     print(f"teacher gates: {len(samples)} ({', '.join(f'{k} {Counter(kinds)[k]}' for k in KINDS)})\n")
     print("| balance:steps:lr | final loss | teacher kind | → noop | → write | → merge | recall |")

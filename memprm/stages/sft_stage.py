@@ -62,10 +62,10 @@ def action_of(d: TeacherDecision) -> Action:
 def sft_samples(
     policy, trajs: Sequence[DialogueTrajectory], dialogues: Sequence[Dialogue]
 ) -> list[GateSample]:
-    return [s for s, _ in _samples_and_kinds(policy, trajs, dialogues)]
+    return [s for s, _ in samples_and_kinds(policy, trajs, dialogues)]
 
 
-def _samples_and_kinds(policy, trajs, dialogues) -> list[tuple[GateSample, str]]:
+def samples_and_kinds(policy, trajs, dialogues) -> list[tuple[GateSample, str]]:
     """(the policy's sample, the teacher action's kind) for every teacher gate decision, in log order."""
     by_id = {d.id: d for d in dialogues}
     out = []
@@ -88,7 +88,7 @@ def run_sft_stage(policy, trajs, dialogues, cfg: SFTConfig, run_dir: Path, seed:
 
     if cfg.steps == 0:
         return []
-    pairs = _samples_and_kinds(policy, trajs, dialogues)
+    pairs = samples_and_kinds(policy, trajs, dialogues)
     if not pairs:
         raise ValueError("SFT: the teacher trajectories hold no gate decisions")
     samples, kinds = [s for s, _ in pairs], [k for _, k in pairs]
