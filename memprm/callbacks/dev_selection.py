@@ -67,7 +67,8 @@ class DevCheckpointSelection(Callback):
         self.best_state: dict[str, torch.Tensor] | None = None
         #: (step, accuracy) of every evaluation, in order.
         self.history: list[tuple[int, float]] = []
-        #: rollouts played on all ranks before each evaluation (None without a rollout datamodule): the x
+        #: rollouts produced on all ranks by each evaluation (the loader fetches a batch ahead; None without a
+        #: rollout datamodule): the x
         #: axis of the ladder, since skipped zero-variance groups take rollouts but no optimizer step.
         self.rollouts: list[int | None] = []
         self._intervals_done = 0
