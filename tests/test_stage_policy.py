@@ -49,7 +49,9 @@ def test_sft_moves_the_policy_to_the_teacher_and_weights_round_trip(teacher_run,
     assert len(samples) == sum(len(w.decisions) for w in traj.windows)
     expected = [{"noop": 0, "write": 1}.get(action_of(x).kind, 2) for w in traj.windows for x in w.decisions]
     assert [min(s.choice, 2) for s in samples] == expected
-    weights = balance_weights([action_of(x).kind for w in traj.windows for x in w.decisions], 1.0)
+    weights = balance_weights(
+        [action_of(x).kind for w in traj.windows for x in w.decisions], SFTConfig().balance
+    )
     with torch.no_grad():
         before = float(sft_loss(policy.eval(), samples, weights))
     losses = run_sft_stage(policy, [traj], [d], SFTConfig(steps=15, lr=5e-3, batch_size=16), tmp_path, seed=0)
