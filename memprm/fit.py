@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +43,9 @@ class FitResult:
     table: str = ""
 
 
-def fit(cfg: MemprmConfig) -> FitResult:
+def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
+    """Run ``cfg.fit.stages`` in order; ``grpo_callbacks`` are extra Lightning callbacks for the GRPO
+    stage's Trainer (monitors of your own, benchmarks)."""
     from lightning import seed_everything
 
     from memprm.env.rollout import Stopwatch
@@ -117,10 +120,13 @@ def fit(cfg: MemprmConfig) -> FitResult:
                 test_ids,
                 run_dir,
                 cfg.trainer,
+                extra_callbacks=grpo_callbacks,
+                dev=splits["dev"],
+                stage_one=stage_one,
             ),
         )
         print(
-            f"GRPO: {res.grpo.steps} steps; best dev-selection accuracy {res.grpo.best_dev_accuracy} at step "
+            f"GRPO: {res.grpo.steps} steps over {res.grpo.batches} batches; best dev-selection accuracy {res.grpo.best_dev_accuracy} at step "
             f"{res.grpo.best_step}; rollout time outside model forwards: {100 * res.grpo.outside_models_share:.1f}%"
         )
     if "test" in stages:

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from lightning import Callback
 
 from memprm.config import load_config
 from memprm.fit import fit
@@ -15,10 +16,22 @@ TINY = [
 ]  # fmt: skip
 
 
+class _CountBatches(Callback):
+    def __init__(self):
+        self.batches = 0
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.batches += 1
+
+
 @pytest.mark.slow
 def test_fit_runs_every_stage_then_reuses_stage_one(tmp_path):
-    res = fit(load_config(None, [*TINY, f"output_dir={tmp_path}", "fit.run_name=full"]))
+    counter = _CountBatches()
+    full = [*TINY, f"output_dir={tmp_path}", "fit.run_name=full",
+            "critic_refresh.every_n_steps=2", "critic_refresh.min_replay=1"]  # fmt: skip
+    res = fit(load_config(None, full), grpo_callbacks=[counter])
     run = tmp_path / "full"
+    assert res.grpo.batches == 1 and res.grpo.steps == 2  # one batch, two PPO epochs
     assert res.run_dir == run and set(res.seconds) == {"critic", "sft", "grpo", "test"}
     for f in (
         "config.yaml",
@@ -37,6 +50,12 @@ def test_fit_runs_every_stage_then_reuses_stage_one(tmp_path):
     rollouts = [h["rollouts"] for h in history]
     assert rollouts == sorted(rollouts) and rollouts[-1] >= 2 and all(r % 2 == 0 for r in rollouts)
     assert [h["step"] for h in history] == [0, 2]  # at start, then after the batch (2 PPO epochs = 2 steps)
+    # the critic refresh ran at step 2 on the online-labeled replay, audited against stage one's dev
+    (refresh,) = json.loads((run / "grpo" / "critic_refresh.json").read_text())["history"]
+    assert (
+        refresh["step"] == 2 and refresh["replay_size"] >= 1 and refresh["status"] in ("kept", "rolled_back")
+    )
+    assert counter.batches == 1  # extra GRPO callbacks reach the stage's Trainer
     assert list((run / "tb").glob("*/events.out.tfevents.*")) or list(
         (run / "tb").rglob("events.out.tfevents.*")
     )
@@ -45,7 +64,11 @@ def test_fit_runs_every_stage_then_reuses_stage_one(tmp_path):
     arm = load_config(None, [*TINY, f"output_dir={tmp_path}", "fit.run_name=outcome", "arm=outcome_only",
                              "grpo.advantage_mode=outcome", "rollout.shaping=none",
                              f"fit.stage_one_dir={run}", "fit.test_baselines=false"])  # fmt: skip
-    res2 = fit(arm)
+    # outcome-only on this set: every group's rewards are equal, so no batch makes an optimizer step; the
+    # batch budget (grpo.max_batches = 0 → max_steps = 2 batches) ends the stage instead of rolling out forever
+    with pytest.warns(UserWarning, match="batch budget"):
+        res2 = fit(arm)
+    assert (res2.grpo.steps, res2.grpo.batches) == (0, 2)
     assert set(res2.test) == {"GRPO (outcome_only)"}
     assert not (tmp_path / "outcome" / "critic").exists() and not (tmp_path / "outcome" / "teacher").exists()
     assert res2.seconds["critic"] < res.seconds["critic"]

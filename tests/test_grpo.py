@@ -124,6 +124,7 @@ def test_config_defaults_build_and_validation():
     cfg = GRPOConfig()
     assert (cfg.eps_low, cfg.eps_high, cfg.beta_kl, cfg.ppo_epochs, cfg.lambda_inf) == (0.2, 0.2, 0.0, 2, 0.2)
     assert cfg.advantage_mode == "process" and cfg.minibatch_size == 0 and cfg.weights == RewardWeights()
+    assert cfg.batch_budget == cfg.max_steps and GRPOConfig(max_steps=5, max_batches=9).batch_budget == 9
     built = build(GRPOConfig, {"eps_high": 0.28, "advantage_mode": "outcome", "weights": {"miss": 0.5}})
     assert built.eps_high == 0.28 and built.advantage_mode == "outcome" and built.weights.miss == 0.5
     with pytest.raises(ConfigError, match="advantage_mode"):
@@ -132,6 +133,7 @@ def test_config_defaults_build_and_validation():
         ({"eps_low": 1.0}, "eps_low"),
         ({"ppo_epochs": 0}, "ppo_epochs"),
         ({"minibatch_size": -1}, "minibatch_size"),
+        ({"max_batches": -1}, "max_batches"),
         ({"lambda0": 0.1}, "lambda0 >= grpo.lambda_inf"),
         ({"k_decay": 0}, "k_decay"),
         ({"lr": 0.0}, "lr"),

@@ -23,6 +23,7 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from memprm.data.records import Dialogue
 from memprm.data.rollout_types import GroupBatch, RolloutDataConfig
+from memprm.heap import release_freed_memory
 from memprm.memory.bank import MemoryBank
 
 
@@ -32,7 +33,10 @@ class _Episodes(IterableDataset):
 
     def __iter__(self) -> Iterator[list[GroupBatch]]:
         while True:
-            yield [self.dm.next_group() for _ in range(self.dm.cfg.groups_per_batch)]
+            batch = [self.dm.next_group() for _ in range(self.dm.cfg.groups_per_batch)]
+            if self.dm.cfg.release_memory:
+                release_freed_memory()
+            yield batch
 
 
 class RolloutDataModule(LightningDataModule):

@@ -63,6 +63,9 @@ class RolloutDataConfig:
     groups_per_batch: int = 1
     #: seed of the write-back choice, the credit shuffles and the policy's sampling (plus the rank).
     seed: int = 0
+    #: after each batch of episodes, hand freed heap pages back to the OS (glibc ``malloc_trim``; a no-op
+    #: elsewhere). Without it the resident size creeps up by the audit's freed buffers (:mod:`memprm.heap`).
+    release_memory: bool = True
 
     def __post_init__(self) -> None:
         if self.groups_per_batch < 1:

@@ -54,6 +54,15 @@ class GRPOConfig:
     adv_eps: float = 1e-6
     #: optimizer steps of the GRPO stage (each training batch makes ``ppo_epochs`` × mini-batches of them).
     max_steps: int = 12
+    #: training batches drawn at most (per rank), with or without an optimizer step; 0 = ``max_steps``.
+    #: A batch whose groups all lack contrast (equal rewards) takes no step, so an arm whose rewards rarely
+    #: differ (outcome-only on an easy set) would roll out forever short of ``max_steps`` without this bound.
+    max_batches: int = 0
+
+    @property
+    def batch_budget(self) -> int:
+        """Training batches the stage draws at most: ``max_batches``, or ``max_steps`` when that is 0."""
+        return self.max_batches or self.max_steps
 
     def __post_init__(self) -> None:
         def finite(name: str) -> float:
@@ -74,6 +83,8 @@ class GRPOConfig:
             raise ValueError(f"grpo.ppo_epochs must be >= 1, got {self.ppo_epochs}")
         if self.max_steps < 0:
             raise ValueError(f"grpo.max_steps must be >= 0, got {self.max_steps}")
+        if self.max_batches < 0:
+            raise ValueError(f"grpo.max_batches must be >= 0 (0 = grpo.max_steps), got {self.max_batches}")
         if self.minibatch_size < 0:
             raise ValueError(f"grpo.minibatch_size must be >= 0 (0 = whole batch), got {self.minibatch_size}")
         if self.advantage_mode not in ADVANTAGE_MODES:

@@ -7,12 +7,16 @@ Wiring (nothing stateful lives on the LightningModule but the policy and the cur
   critic refresh swaps what the rollouts use;
 - the callbacks: λ(k) annealing, critic refresh (off by default), dev-checkpoint selection on the dev
   *selection* half, the shaping-share monitor;
-- logs go to TensorBoard under ``tb/grpo``; the best policy by dev accuracy is loaded at the end.
+- logs go to TensorBoard under ``tb/grpo``; the best policy by dev accuracy is loaded at the end;
+  ``grpo/critic_refresh.json`` lists every critic refresh (when on) with its audit and whether it was kept;
+- the stage ends at ``grpo.max_steps`` optimizer steps or ``grpo.batch_budget`` batches, whichever first.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import warnings
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from memprm.data.records import Dialogue
@@ -23,7 +27,8 @@ from memprm.stages.trainer import TrainerConfig, build_trainer
 
 @dataclass(frozen=True)
 class GRPOStageResult:
-    steps: int
+    steps: int  # optimizer steps
+    batches: int  # training batches drawn (skipped ones included)
     best_dev_accuracy: float | None
     best_step: int | None
     outside_models_share: float  # rollout wall time outside policy / critic / embedding forwards
@@ -63,16 +68,29 @@ def run_grpo_stage(
                                        dialogues=dev_selection, test_dialogue_ids=test_ids)  # fmt: skip
     callbacks = [LambdaAnnealing(cfg.grpo.lambda0, cfg.grpo.lambda_inf, cfg.grpo.k_decay), selection,
                  ShapingShareMonitor(cfg.shaping_monitor, cfg.grpo.weights), *extra_callbacks]  # fmt: skip
+    refresh = None
     if handle is not None and cfg.critic_refresh.every_n_steps > 0:
-        callbacks.append(
-            CriticRefresh(handle, cfg.critic_refresh, _validity_audit(cfg, stack, dev, stage_one))
-        )
+        refresh = CriticRefresh(handle, cfg.critic_refresh, _validity_audit(cfg, stack, dev, stage_one))
+        callbacks.append(refresh)
+    budget = cfg.grpo.batch_budget
     trainer = build_trainer(trainer_cfg, run_dir / "tb", "grpo", callbacks, max_steps=cfg.grpo.max_steps,
-                            max_epochs=-1)  # fmt: skip
+                            max_epochs=1, limit_train_batches=budget)  # fmt: skip
     trainer.fit(module, dm)
+    batches = trainer.fit_loop.epoch_loop.batch_progress.total.completed
+    if refresh is not None and trainer.is_global_zero:  # every refresh: step, replay size, kept / rolled back
+        history = [asdict(r) for r in refresh.history]
+        (run_dir / "grpo").mkdir(parents=True, exist_ok=True)
+        (run_dir / "grpo" / "critic_refresh.json").write_text(json.dumps({"history": history}, indent=1))
+    if trainer.global_step < cfg.grpo.max_steps:
+        warnings.warn(
+            f"GRPO stopped at its batch budget ({batches} of grpo.max_batches = {budget} batches) after "
+            f"{trainer.global_step} of grpo.max_steps = {cfg.grpo.max_steps} optimizer steps: batches whose "
+            "groups all had equal rewards took no step (see grpo/skipped_frac in TensorBoard)",
+            stacklevel=2,
+        )
     sw = runner.stopwatch.seconds
     outside = 1.0 - sw.get("rollout_models", 0.0) / max(sw.get("rollout", 0.0), 1e-9)
-    return GRPOStageResult(trainer.global_step, selection.best_score, selection.best_step, outside)
+    return GRPOStageResult(trainer.global_step, batches, selection.best_score, selection.best_step, outside)
 
 
 def _validity_audit(cfg, stack, dev, stage_one: Path | None):
