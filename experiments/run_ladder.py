@@ -1,6 +1,6 @@
 """Run ladder arms × seeds on the embedded default (sequentially), then tabulate and plot.
 
-    python experiments/run_ladder.py --arms outcome_only observational ours --seeds 0 1 2 [key=value ...]
+    python experiments/run_ladder.py [key=value ...] --arms outcome_only observational ours --seeds 0 1 2
     python experiments/run_ladder.py --tabulate-only      # re-tabulate the run folders already there
 
 Each arm is a config file ``configs/arms/<arm>.yaml``; every run goes to ``<output_dir>/<arm>-seed<seed>``
@@ -79,7 +79,11 @@ def main() -> int:
     ap.add_argument("--tabulate-only", action="store_true",
                     help="run nothing: tabulate and plot the run folders already under --output-dir "
                          "(missing ones are listed and left out)")  # fmt: skip
-    ap.add_argument("overrides", nargs="*", help="dotted overrides applied to every run")
+    ap.add_argument(
+        "overrides",
+        nargs="*",
+        help="dotted overrides applied to every run (before --arms / --seeds, which take every value after them)",
+    )
     args = ap.parse_args()
     out = Path(args.output_dir)
     results: dict[str, dict[int, dict]] = {a: {} for a in args.arms}
