@@ -2,8 +2,8 @@
 
 An episode's exam and audit allocate and free many mid-sized buffers (retrieval candidate lists, reader
 contexts, tokenizer outputs, small tensors). glibc's ``free`` returns memory to the OS only from the top of
-the heap, so the freed holes stay in the process: on the CPU default the resident size grew ~40 MiB per
-GRPO batch without a trim and ~1.4 MiB with one (``python tools/bench_heap.py``), which over a few hundred
+the heap, so the freed holes stay in the process: on the CPU default the resident size grew 37 MiB per
+GRPO batch without a trim and 1.6 MiB with one (``python tools/bench_heap.py``), which over a few hundred
 batches is many GiB of memory that no object holds. ``malloc_trim(0)`` releases those free pages.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
 
 
 @functools.cache
@@ -37,7 +38,5 @@ def release_freed_memory() -> bool:
 
 def resident_mib() -> float:
     """This process's resident set size in MiB (Linux ``/proc/self/statm``)."""
-    import os
-
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
