@@ -2,7 +2,7 @@
 
 An episode's exam and audit allocate and free many mid-sized buffers (retrieval candidate lists, reader
 contexts, tokenizer outputs, small tensors). glibc's ``free`` returns memory to the OS only from the top of
-the heap, so the freed holes stay in the process: on the CPU default the resident size grew 37 MiB per
+the heap, so the freed holes stay in the process: on a tiny synthetic config the resident size grew 37 MiB per
 GRPO batch without a trim and 1.6 MiB with one (``python tools/bench_heap.py``), which over a few hundred
 batches is many GiB of memory that no object holds. ``malloc_trim(0)`` releases those free pages.
 """
