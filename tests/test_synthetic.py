@@ -16,18 +16,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memprm.data import synthetic_templates as T
 from memprm.data.records import Dialogue
 from memprm.data.synthetic import (
     CATEGORIES,
     SyntheticConfig,
+    attributes,
     format_date,
     format_session_datetime,
     generate_dialogue,
     generate_synthetic,
     resolve_relative_time,
     split_questions,
+    vocabulary,
 )
+from memprm.data.synthetic import lines as dialogue_lines
 
 DEFAULT = SyntheticConfig()
 LONGER = "session longer than turns_per_session to fit its facts"
@@ -48,7 +50,7 @@ def word_in(word: str, text: str) -> bool:
 
 # --- an independent reading of the texts ----------------------------------------------------------------
 
-MONTH = {m: i for i, m in enumerate(T.MONTHS, start=1)}
+MONTH = {m: i for i, m in enumerate(vocabulary.MONTHS, start=1)}
 DAY_OFFSETS = {
     "this morning": 0, "yesterday": 1, "two days ago": 2, "three days ago": 3, "four days ago": 4,
     "five days ago": 5, "a week ago": 7,
@@ -65,7 +67,7 @@ RELATIVE = re.compile(
 def expected_temporal(expression: str, day: date) -> str:
     expression = expression.lower()
     if expression == "last week":
-        return f"the week before {day.day} {T.MONTHS[day.month - 1]} {day.year}"
+        return f"the week before {day.day} {vocabulary.MONTHS[day.month - 1]} {day.year}"
     if expression in DAY_OFFSETS:
         d = day - timedelta(days=DAY_OFFSETS[expression])
     else:
@@ -73,7 +75,7 @@ def expected_temporal(expression: str, day: date) -> str:
         d = day - timedelta(days=1)
         while d.weekday() != target:
             d -= timedelta(days=1)
-    return f"{d.day} {T.MONTHS[d.month - 1]} {d.year}"
+    return f"{d.day} {vocabulary.MONTHS[d.month - 1]} {d.year}"
 
 
 def _fact_regex(template: str) -> re.Pattern[str]:
@@ -86,7 +88,7 @@ def _fact_regex(template: str) -> re.Pattern[str]:
     return re.compile(f"^{out}$")
 
 
-FACT_PATTERNS = [(a.key, _fact_regex(t)) for a in T.ATTRIBUTES for t in (a.fact, a.fact_change)]
+FACT_PATTERNS = [(a.key, _fact_regex(t)) for a in attributes.ATTRIBUTES for t in (a.fact, a.fact_change)]
 
 
 def parse_profile_fact(text: str) -> tuple[str, str, str] | None:
@@ -312,7 +314,7 @@ def test_temporal_answers_recomputed_from_the_turn_and_session_date(data):
     ],
 )
 def test_resolve_relative_time_hand_cases(text, day, answer):
-    (when,) = [r for r in T.RELATIVE_TIMES if r.text == text]
+    (when,) = [r for r in vocabulary.RELATIVE_TIMES if r.text == text]
     assert resolve_relative_time(when, day) == answer
     assert expected_temporal(text, day) == answer
 
@@ -325,9 +327,13 @@ def test_unanswerable_questions_ask_about_what_is_never_said(data):
             n += 1
             assert q.evidence == () and q.answer == "Not mentioned in the conversation"
             topics = [
-                (a.keywords, a.values) for a in T.ATTRIBUTES if any(word_in(k, q.text) for k in a.keywords)
+                (a.keywords, a.values)
+                for a in attributes.ATTRIBUTES
+                if any(word_in(k, q.text) for k in a.keywords)
             ]
-            topics += [(a.keywords, ()) for a in T.ACTIVITIES if any(word_in(k, q.text) for k in a.keywords)]
+            topics += [
+                (a.keywords, ()) for a in vocabulary.ACTIVITIES if any(word_in(k, q.text) for k in a.keywords)
+            ]
             assert topics, f"no topic recognised in {q.text!r}"
             for keywords, values in topics:
                 assert not any(word_in(w, text) for w in (*keywords, *values)), (d.id, q.text)
@@ -432,23 +438,23 @@ def test_config_validation(change, field):
 
 def test_templates_are_consistent():
     distractors = [
-        *T.GREETINGS, *T.GREETING_REPLIES, *T.PROMPTS, *(r for rs in T.REACTIONS.values() for r in rs),
-        *(x for pair in (*T.SMALL_TALK, *T.TOPICAL, *T.CLOSINGS) for x in pair), *T.NEAR_MISS_REPLIES,
-        *T.CLOSING_TAILS, *T.COMMENTS, *T.EVENT_TELLS,
+        *dialogue_lines.GREETINGS, *dialogue_lines.GREETING_REPLIES, *dialogue_lines.PROMPTS, *(r for rs in dialogue_lines.REACTIONS.values() for r in rs),
+        *(x for pair in (*dialogue_lines.SMALL_TALK, *dialogue_lines.TOPICAL, *dialogue_lines.CLOSINGS) for x in pair), *dialogue_lines.NEAR_MISS_REPLIES,
+        *dialogue_lines.CLOSING_TAILS, *dialogue_lines.COMMENTS, *dialogue_lines.EVENT_TELLS,
     ]  # fmt: skip
-    keywords = [k for a in (*T.ATTRIBUTES, *T.ACTIVITIES) for k in a.keywords]
+    keywords = [k for a in (*attributes.ATTRIBUTES, *vocabulary.ACTIVITIES) for k in a.keywords]
     for text in distractors:
         assert not RELATIVE.search(text), text
         assert not any(word_in(k, text) for k in keywords), text
-    names = {p.name for p in T.PEOPLE}
-    for a in T.ATTRIBUTES:
+    names = {p.name for p in vocabulary.PEOPLE}
+    for a in attributes.ATTRIBUTES:
         assert len(set(a.values)) == len(a.values) and not names & set(a.values)
         assert all(any(word_in(k, t) for k in a.keywords) for t in a.ask), a.key
-    for act in T.ACTIVITIES:
+    for act in vocabulary.ACTIVITIES:
         assert any(word_in(k, act.base) for k in act.keywords), act.key
         assert bool(act.details) == ("{d}" in act.past) == bool(act.ask_detail), act.key
-    assert len({a.key for a in T.ACTIVITIES}) == len(T.ACTIVITIES)
-    values = [v for a in T.ATTRIBUTES for v in a.values]
+    assert len({a.key for a in vocabulary.ACTIVITIES}) == len(vocabulary.ACTIVITIES)
+    values = [v for a in attributes.ATTRIBUTES for v in a.values]
     # a value inside another ("tennis" in "table tennis") would make one holder's answer appear elsewhere
     assert not [(u, v) for u in values for v in values if u != v and word_in(u, v)]
 

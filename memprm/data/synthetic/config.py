@@ -1,0 +1,116 @@
+"""``SyntheticConfig``: sizes and mix of the generated data, validated on construction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from memprm.data.synthetic.attributes import ATTRIBUTES
+from memprm.data.synthetic.vocabulary import ACTIVITIES
+
+CATEGORIES = ("single-hop", "multi-hop", "temporal", "knowledge-update", "unanswerable")
+
+
+@dataclass(frozen=True)
+class SyntheticConfig:
+    """Sizes and mix of the generated data (defaults: 10 dialogues x 6 sessions x 22 turns, 25 questions)."""
+
+    seed: int = 0
+    """Mixed with the dialogue index into each dialogue's own random generator."""
+    n_dialogues: int = 10
+    """Dialogues ``syn-000`` ... in order; split like LoCoMo: train first, then dev, the rest test."""
+    n_train: int = 4
+    """How many of the first dialogues are ``train``."""
+    n_dev: int = 1
+    """How many dialogues after the train ones are ``dev`` (questions halved into calibration/selection)."""
+    sessions_per_dialogue: int = 6
+    """Sessions per dialogue, a few days to weeks apart."""
+    turns_per_session: int = 22
+    """Target session length (the paper's session window is ~22 turns); distractors fill what facts leave.
+    A session whose facts need more turns is made longer and the LoadReport records it."""
+    events_per_session: int = 3
+    """Dated events told per session, each a different activity of the dialogue."""
+    profile_attributes: int = 8
+    """(speaker, attribute type) pairs per dialogue, each stated once in the first half of the sessions."""
+    overturn_prob: float = 0.5
+    """Probability that a stated attribute is overturned in a later session; after an overturn, the
+    probability of one more (up to ``max_overturns``)."""
+    max_overturns: int = 2
+    """Most overturns per attribute (a version chain has at most ``1 + max_overturns`` values)."""
+    restate_prob: float = 0.3
+    """Probability that an attribute's current value is mentioned again, unchanged, in a later session."""
+    topical_distractor_frac: float = 0.4
+    """Fraction of filler exchanges that are topical distractors (a dialogue topic or an unheld value)
+    rather than plain small talk."""
+    min_gap_days: int = 3
+    """Fewest days between consecutive sessions."""
+    max_gap_days: int = 21
+    """Most days between consecutive sessions."""
+    n_single_hop: int = 8
+    """Requested single-hop questions per dialogue (fewer if too few candidates; reported)."""
+    n_multi_hop: int = 5
+    """Requested multi-hop questions per dialogue."""
+    n_temporal: int = 6
+    """Requested temporal questions per dialogue."""
+    n_knowledge_update: int = 3
+    """Requested knowledge-update questions per dialogue."""
+    n_unanswerable: int = 3
+    """Requested unanswerable questions per dialogue."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):  # f.type is the annotation's text ("int"): annotations are postponed
+            value = getattr(self, f.name)
+            if f.type in ("int", "float") and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise ValueError(f"SyntheticConfig.{f.name} must be a number, got {value!r}")
+            if f.type == "int" and not isinstance(value, int):
+                raise ValueError(f"SyntheticConfig.{f.name} must be an integer, got {value!r}")
+        positive = ("n_dialogues", "sessions_per_dialogue", "min_gap_days")
+        non_negative = ("n_train", "n_dev", "events_per_session", "profile_attributes", "max_overturns",
+                        *(f"n_{c.replace('-', '_')}" for c in CATEGORIES))  # fmt: skip
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"SyntheticConfig.{name} must be >= 1, got {getattr(self, name)}")
+        for name in non_negative:
+            if getattr(self, name) < 0:
+                raise ValueError(f"SyntheticConfig.{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("overturn_prob", "restate_prob", "topical_distractor_frac"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(
+                    f"SyntheticConfig.{name} must be a probability in [0, 1], got {getattr(self, name)}"
+                )
+        if self.n_train + self.n_dev > self.n_dialogues:
+            raise ValueError(
+                f"SyntheticConfig: n_train ({self.n_train}) + n_dev ({self.n_dev}) exceeds "
+                f"n_dialogues ({self.n_dialogues})"
+            )
+        if self.turns_per_session < 4:
+            raise ValueError(
+                f"SyntheticConfig.turns_per_session must be >= 4 (greeting and closing exchanges), "
+                f"got {self.turns_per_session}"
+            )
+        if self.max_gap_days < self.min_gap_days:
+            raise ValueError(
+                f"SyntheticConfig.max_gap_days ({self.max_gap_days}) is below "
+                f"min_gap_days ({self.min_gap_days})"
+            )
+        n_events = self.events_per_session * self.sessions_per_dialogue
+        if n_events > len(ACTIVITIES):
+            raise ValueError(
+                f"SyntheticConfig: events_per_session x sessions_per_dialogue = {n_events} events, but only "
+                f"{len(ACTIVITIES)} distinct activities exist"
+            )
+        if self.profile_attributes > 2 * len(ATTRIBUTES):
+            raise ValueError(
+                f"SyntheticConfig.profile_attributes must be <= {2 * len(ATTRIBUTES)} (2 speakers x "
+                f"{len(ATTRIBUTES)} attribute types), got {self.profile_attributes}"
+            )
+        fewest = min(len(a.values) for a in ATTRIBUTES)
+        if 2 * (1 + self.max_overturns) > fewest:
+            raise ValueError(
+                f"SyntheticConfig.max_overturns must be <= {fewest // 2 - 1}: two speakers' chains must draw "
+                f"distinct values from pools of {fewest}, got {self.max_overturns}"
+            )
+
+    @property
+    def questions_requested(self) -> dict[str, int]:
+        """category -> requested count per dialogue."""
+        return {c: getattr(self, f"n_{c.replace('-', '_')}") for c in CATEGORIES}
