@@ -23,12 +23,9 @@ from memprm.llm.client import (
     LLMConfig,
     LLMConfigError,
     LLMRequestError,
-    backoff_s,
-    parse_chat_body,
-    parse_json_object,
-    retry_after_s,
 )
 from memprm.llm.stats import COUNTERS, RoleStats, stats_for
+from memprm.llm.wire import backoff_s, parse_chat_body, parse_json_object, retry_after_s
 
 KEY_ENV = "MEMPRM_TEST_LLM_KEY"
 SECRET = "sk-test-7f3a9c1e5b2d4f60a8e1-do-not-leak"
