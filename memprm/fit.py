@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,7 @@ def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
         untrained = {k: v.detach().clone() for k, v in policy.named_parameters() if v.requires_grad}
 
     def timed(name, fn):
+        seed_everything(stage_seed(cfg.seed, name), workers=True, verbose=False)
         t0 = time.perf_counter()
         out = fn()
         res.seconds[name] = time.perf_counter() - t0
@@ -136,6 +138,12 @@ def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
     (run_dir / "timings.json").write_text(json.dumps(res.seconds, indent=2))
     print(f"\nrun folder: {run_dir}  (tensorboard --logdir {Path(cfg.output_dir)})")
     return res
+
+
+def stage_seed(seed: int, stage: str) -> int:
+    """The seed a stage of a run with ``seed`` starts from: crc32 of ``"<seed>:<stage>"`` (a 32-bit value,
+    the same on every machine and Python version)."""
+    return zlib.crc32(f"{seed}:{stage}".encode())
 
 
 def _test(cfg, stack, policy, untrained, sft_state, splits, run_dir, stages):

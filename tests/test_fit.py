@@ -3,7 +3,9 @@
 import json
 
 import pytest
+import torch
 from lightning import Callback
+from safetensors.torch import load_file
 
 from memprm.config import load_config
 from memprm.fit import fit
@@ -72,3 +74,13 @@ def test_fit_runs_every_stage_then_reuses_stage_one(tmp_path):
     assert set(res2.test) == {"GRPO (outcome_only)"}
     assert not (tmp_path / "outcome" / "critic").exists() and not (tmp_path / "outcome" / "teacher").exists()
     assert res2.seconds["critic"] < res.seconds["critic"]
+
+    # stage one alone, same seed: the same critic as the full run's (every stage starts from its own seed,
+    # so the policy built before the full run's critic does not shift the critic's LoRA init or dropout)
+    alone = fit(
+        load_config(None, [*TINY, f"output_dir={tmp_path}", "fit.run_name=alone", "fit.stages=[critic]"])
+    )
+    for f in ("heads.safetensors", "adapter/adapter_model.safetensors"):
+        full_t, alone_t = load_file(run / "critic" / f), load_file(alone.run_dir / "critic" / f)
+        assert full_t.keys() == alone_t.keys() and full_t, f
+        assert all(torch.equal(full_t[k], alone_t[k]) for k in full_t), f
