@@ -9,6 +9,11 @@ real reader invocations (cache misses). Columns:
   gate calls         reader calls of building the quiz: the three probe gates (DESIGN.md) on the reference
   quiz calls         reader calls of the exams alone
   audit calls        extra reader calls of the audits (deletion re-answers that missed the cache)
+  tests              (entry, question) deletion tests run (one per pair at most; re-answers may hit the cache)
+  tested share       share of the quiz's questions that need a deletion test under DESIGN.md's rule (the
+                     answer cites an entry of a tested layer). In a single-bank audit every deletion view is a
+                     new reader input (it lacks an entry the exam's input had, and a question is asked once),
+                     so there overhead >= 1 + tested share: the goal needs tested share <= 0.25
   overhead           (quiz + audit) / quiz reader calls                 goal <= 1.25
   incl. gates        (gate + quiz + audit) / (gate + quiz): the audit against the whole quiz's cost
   naive overhead     (quiz + one re-answer per retrieved (entry, question) pair) / quiz — deleting every
@@ -51,7 +56,7 @@ from memprm.models.policy_api import GateSample  # noqa: E402
 
 def measure(stack, dialogues, online: bool) -> dict[str, float]:
     teacher = HeuristicTeacher(stack.embedder)
-    tot = dict(gate=0, quiz=0, audit=0, naive=0, t_exam=0.0, t_audit=0.0, questions=0, tests=0)
+    tot = dict(gate=0, quiz=0, audit=0, naive=0, t_exam=0.0, t_audit=0.0, questions=0, tests=0, tested_q=0)
     for d in dialogues:
         cache = stack.cache()
         bank, reference = MemoryBank(), MemoryBank()
@@ -76,6 +81,9 @@ def measure(stack, dialogues, online: bool) -> dict[str, float]:
             tot["t_audit"] += t2 - t1
             tot["questions"] += len(quiz)
             tot["tests"] += audit.counts.deletion_tests
+            tot["tested_q"] += len(
+                {r.question_id for r in audit.records if (r.flips, r.cures) != (None, None)}
+            )
     return tot
 
 
@@ -107,7 +115,7 @@ def measure_groups(stack, dialogues, group: int, epsilon: float) -> dict[str, fl
             tot["audit"] += int(batch.stats["audit/audit_reader_calls"])
             tot["questions"] += batch.quiz_size * group
             tot["tests"] += int(sum(r.stats["deletion_tests"] for r in batch.rollouts))
-    tot["naive"] = float("nan")
+    tot["naive"] = tot["tested_q"] = float("nan")
     return tot
 
 
@@ -131,13 +139,15 @@ def main() -> int:
         rows.append(
             (f"{name}, group G={args.group}", measure_groups(stack, dialogues, args.group, args.epsilon))
         )
-    cols = ["questions", "gate calls", "quiz calls", "audit calls", "tests", "overhead", "incl. gates"]
+    cols = ["questions", "gate calls", "quiz calls", "audit calls", "tests", "tested share", "overhead"]
+    cols += ["incl. gates"]
     cols += ["naive overhead", "wall overhead"]
     print(f"{'data, audit mode':<28} " + " ".join(f"{c:>{len(c)}}" for c in cols))
     for name, t in rows:
         q = max(t["quiz"], 1)
         wall = (t["t_exam"] + t["t_audit"]) / max(t["t_exam"], 1e-9) if "t_exam" in t else float("nan")
-        vals = [t["questions"], t["gate"], t["quiz"], t["audit"], t["tests"], (q + t["audit"]) / q]
+        vals = [t["questions"], t["gate"], t["quiz"], t["audit"], t["tests"], t["tested_q"] / t["questions"]]
+        vals += [(q + t["audit"]) / q]
         vals += [(t["gate"] + q + t["audit"]) / (t["gate"] + q), (q + t["naive"]) / q, wall]
         cells = [
             f"{v:>{len(c)}.2f}" if isinstance(v, float) else f"{v:>{len(c)}}"
