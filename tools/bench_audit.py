@@ -139,16 +139,14 @@ def main() -> int:
         rows.append(
             (f"{name}, group G={args.group}", measure_groups(stack, dialogues, args.group, args.epsilon))
         )
-    cols = ["questions", "gate calls", "quiz calls", "audit calls", "tests", "tested share", "overhead"]
-    cols += ["incl. gates"]
-    cols += ["naive overhead", "wall overhead"]
+    cols = ["questions", "gate calls", "quiz calls", "audit calls", "tests", "tested share", "overhead",
+            "incl. gates", "naive overhead", "wall overhead"]  # fmt: skip
     print(f"{'data, audit mode':<28} " + " ".join(f"{c:>{len(c)}}" for c in cols))
     for name, t in rows:
         q = max(t["quiz"], 1)
         wall = (t["t_exam"] + t["t_audit"]) / max(t["t_exam"], 1e-9) if "t_exam" in t else float("nan")
-        vals = [t["questions"], t["gate"], t["quiz"], t["audit"], t["tests"], t["tested_q"] / t["questions"]]
-        vals += [(q + t["audit"]) / q]
-        vals += [(t["gate"] + q + t["audit"]) / (t["gate"] + q), (q + t["naive"]) / q, wall]
+        vals = [t["questions"], t["gate"], t["quiz"], t["audit"], t["tests"], t["tested_q"] / t["questions"],
+                (q + t["audit"]) / q, (t["gate"] + q + t["audit"]) / (t["gate"] + q), (q + t["naive"]) / q, wall]  # fmt: skip
         cells = [
             f"{v:>{len(c)}.2f}" if isinstance(v, float) else f"{v:>{len(c)}}"
             for c, v in zip(cols, vals, strict=True)
