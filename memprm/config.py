@@ -25,6 +25,7 @@ from memprm.env.gates import EnvConfig
 from memprm.env.rollout import RolloutConfig
 from memprm.eval.validity import ValidityConfig
 from memprm.llm.judge import JudgeConfig
+from memprm.llm.notes import NoteWriterConfig
 from memprm.llm.reader import ReaderConfig
 from memprm.llm.teacher import TeacherConfig
 from memprm.memory.embedder import EmbedderConfig
@@ -74,6 +75,7 @@ class MemprmConfig:
     reader: ReaderConfig = field(default_factory=ReaderConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     probes: ProbeConfig = field(default_factory=ProbeConfig)
+    notes: NoteWriterConfig = field(default_factory=NoteWriterConfig)
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
     llm: LLMRoles = field(default_factory=LLMRoles)
     env: EnvConfig = field(default_factory=EnvConfig)

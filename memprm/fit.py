@@ -60,6 +60,7 @@ def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
     res, stages = FitResult(run_dir), cfg.fit.stages
     splits = load_source(cfg.data)
     stack = build_stack(cfg, Stopwatch())
+    calibrate_reader(cfg, stack, splits, run_dir)
     policy = untrained = None
     if {"sft", "grpo", "test"} & set(stages):
         from memprm.models.policy_config import build_policy
@@ -97,7 +98,7 @@ def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
                 stack, splits["train"], stage_one / "teacher" / "train", "teacher (train)"
             )
             res.sft_losses = timed("sft", lambda: run_sft_stage(policy, trajs, splits["train"], cfg.sft, run_dir,
-                                                               cfg.seed))  # fmt: skip
+                                                               cfg.seed, stack.env.notes))  # fmt: skip
             if res.sft_losses:
                 print(
                     f"SFT: loss {res.sft_losses[0]:.3f} -> {res.sft_losses[-1]:.3f} over {len(res.sft_losses)} steps"
@@ -138,6 +139,23 @@ def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
     (run_dir / "timings.json").write_text(json.dumps(res.seconds, indent=2))
     print(f"\nrun folder: {run_dir}  (tensorboard --logdir {Path(cfg.output_dir)})")
     return res
+
+
+def calibrate_reader(cfg: MemprmConfig, stack, splits, run_dir: Path | None = None):
+    """Choose the extractive reader's abstention threshold on the dev calibration half with the teacher
+    (:mod:`memprm.env.calibration`), before any exam; written to ``reader_calibration.json``."""
+    if cfg.reader.kind != "extractive" or not cfg.reader.calibrate_abstention:
+        return None
+    from memprm.env.calibration import calibrate_abstention
+
+    cal = calibrate_abstention(stack.env, splits["dev_calibration"], stack.teacher)
+    print(
+        f"reader abstention threshold {cal.threshold:.3f}, overlap weight {cal.overlap_weight} (dev calibration: {cal.n_questions} questions, "
+        f"{cal.n_unanswerable} unanswerable; accuracy {cal.accuracy:.3f} vs {cal.accuracy_never:.3f} never abstaining)"
+    )
+    if run_dir is not None:
+        (run_dir / "reader_calibration.json").write_text(json.dumps(cal.as_dict(), indent=2))
+    return cal
 
 
 def stage_seed(seed: int, stage: str) -> int:

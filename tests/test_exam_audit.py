@@ -177,10 +177,10 @@ def test_probe_gates_keep_only_controlled_probes():
     closed_book = Q("d/probe/D1:1/1", "What colour is the dog's collar?", ABSTAIN_ANSWER, ["D1:1"], "probe")
     rep = gate_probes([good, redundant, closed_book], ref, ReaderCache(reader, judge), retriever)
     assert [p.id for p in rep.kept] == [good.id]
-    # closed_book fails gate 1 (with memory the reader answers "Biscuit") and gate 2 (closed-book it
-    # abstains, which is right); redundant fails gate 3 (D1:3 still answers it without the anchor)
-    assert rep.gate1 == 2 and rep.gate2 == 2 and rep.gate3 == 1
-    assert rep.rates()["anchor_removal_error_rate"] == pytest.approx(1 / 2)
+    # closed_book passes gate 1 (the memory supports no answer about a collar: the reader abstains, which is
+    # right) and fails gate 2 (closed-book it abstains too); redundant fails gate 3 (D1:3 still answers it)
+    assert rep.gate1 == 3 and rep.gate2 == 2 and rep.gate3 == 1
+    assert rep.rates()["anchor_removal_error_rate"] == pytest.approx(1 / 3)
     with pytest.raises(ValueError, match="exactly one anchor"):
         gate_probes([Q("x", "?", "a", ["D1:1", "D1:2"], "probe")], ref, ReaderCache(reader, judge), retriever)
 

@@ -14,7 +14,9 @@ from memprm.llm.judge import (
     LLMJudge,
     build_judge,
     f1_score,
+    gold_day,
     load_judge_templates,
+    mentioned_days,
     multi_answer_f1,
     scoring_rule,
     template_name,
@@ -139,6 +141,97 @@ def test_build_judge():
     with pytest.raises(ValueError, match="no LLM client"):
         build_judge(JudgeConfig(kind="llm"))
     assert isinstance(build_judge(JudgeConfig(kind="llm"), FakeClient([])), LLMJudge)
+
+
+# --- dates as dates (category_id 0 only) --------------------------------------------------------------------
+def test_neighbouring_day_is_wrong_for_synthetic_and_longmemeval():
+    for category in ("temporal", "temporal-reasoning"):
+        question = q("7 May 2023", category)
+        assert token_f1("8 May 2023", "7 May 2023") == pytest.approx(2 / 3)  # judged right before
+        assert F1Judge(0.5).judge(question, "8 May 2023") == Verdict(correct=False, score=0.0)
+        assert F1Judge(0.5).judge(question, "7 May 2023") == Verdict(correct=True, score=1.0)
+
+
+@pytest.mark.parametrize(
+    "prediction",
+    ["May 7, 2023", "May 7 2023", "7 May, 2023", "7th May 2023", "2023-05-07", "Sunday, 7th May 2023",
+     "It was on may 7th, 2023.", "7 MAY 2023", "Sun, 7 May 2023", "7th of May 2023"],
+)  # fmt: skip
+def test_same_day_in_other_formats_is_right(prediction):
+    assert F1Judge().judge(q("7 May 2023", "temporal"), prediction) == Verdict(correct=True, score=1.0)
+
+
+@pytest.mark.parametrize(
+    "gold", ["7 May 2023", "May 7, 2023", "2023-05-07", "Sunday, 7 May 2023", "7th May 2023."]
+)
+def test_gold_in_any_format_is_a_day(gold):
+    assert gold_day(gold) == ((2023, 5, 7), False)
+    assert F1Judge().judge(q(gold, "temporal"), "7 May 2023").correct
+    assert not F1Judge().judge(q(gold, "temporal"), "8 May 2023").correct
+
+
+def test_mentioned_days_reject_slashes_and_partial_dates():
+    assert mentioned_days("07/05/2023, May 2023, 7 May, 17 May 2023") == [(2023, 5, 17)]
+    assert mentioned_days("on 2023-05-07 or Sept. 8, 2024") == [(2023, 5, 7), (2024, 9, 8)]
+    assert gold_day("07/05/2023") is None
+
+
+@pytest.mark.parametrize(
+    "prediction",
+    ["7 May 2023 or 8 May 2023", "May 7, 2023 (the chat was on May 8, 2023)", "Sometime in May 2023",
+     "07/05/2023", "last Sunday", ""],
+)  # fmt: skip
+def test_two_different_days_or_no_day_is_wrong(prediction):
+    assert F1Judge().judge(q("7 May 2023", "temporal"), prediction) == Verdict(correct=False, score=0.0)
+
+
+def test_repeating_the_gold_day_is_right():
+    assert F1Judge().judge(q("7 May 2023", "temporal"), "7 May 2023, i.e. 2023-05-07").correct
+
+
+def test_week_before_form():
+    question = q("the week before 8 May 2023", "temporal")
+    assert gold_day(question.answer) == ((2023, 5, 8), True)
+    judge = F1Judge()
+    assert judge.judge(question, "The week before May 8, 2023") == Verdict(correct=True, score=1.0)
+    assert judge.judge(question, "during the WEEK BEFORE 2023-05-08") == Verdict(correct=True, score=1.0)
+    assert not judge.judge(question, "the week before 9 May 2023").correct  # another day
+    assert not judge.judge(question, "8 May 2023").correct  # not the week
+    assert not judge.judge(question, "the week after 8 May 2023").correct
+    assert not judge.judge(question, "the week before last").correct  # no day
+
+
+def test_locomo_keeps_token_f1_for_dates():
+    question = q("7 May 2023", "temporal", 2)
+    assert F1Judge().judge(question, "8 May 2023") == Verdict(correct=True, score=pytest.approx(2 / 3))
+    week = q("the week before 8 May 2023", "temporal", 2)
+    assert F1Judge().judge(week, "8 May 2023").score == pytest.approx(token_f1("8 May 2023", week.answer))
+
+
+def test_dates_as_dates_off_restores_token_f1():
+    question = q("7 May 2023", "temporal")
+    assert F1Judge(0.5, dates_as_dates=False).judge(question, "8 May 2023") == Verdict(
+        correct=True, score=pytest.approx(2 / 3)
+    )
+    assert f1_score(question, "8 May 2023") == pytest.approx(2 / 3)  # the function's default is LoCoMo's
+    assert JudgeConfig().dates_as_dates
+    assert not build_judge(JudgeConfig(dates_as_dates=False)).judge(question, "2023-05-07").correct
+    assert build_judge(JudgeConfig()).judge(question, "2023-05-07").correct
+
+
+@pytest.mark.parametrize("gold", ["Biscuit", "two hours", "May 2023", "in 2022", "7 May"])
+def test_non_date_gold_keeps_token_f1(gold):
+    question = q(gold, "temporal")
+    assert gold_day(gold) is None
+    for prediction in ("a dog named Biscuit", "about two hours", "May 2023", "2022", "7 May 2023"):
+        verdict = F1Judge().judge(question, prediction)
+        assert verdict.score == pytest.approx(token_f1(prediction, gold))
+
+
+def test_unanswerable_keeps_abstain_rule_with_date_gold():
+    question = q("7 May 2023", "unanswerable", 0, True)
+    assert F1Judge().judge(question, "7 May 2023") == Verdict(correct=False, score=0.0)
+    assert F1Judge().judge(question, ABSTAIN_ANSWER) == Verdict(correct=True, score=1.0)
 
 
 # --- LLM judge ----------------------------------------------------------------------------------------------

@@ -300,7 +300,7 @@ def test_scoring_sft_moves_probability_to_the_teacher_and_trains_only_lora_and_h
     with torch.no_grad():
         before_logp = policy.log_probs(samples)[0]
     before = _snapshot(policy)
-    losses = sft_train(policy, samples, steps=25, lr=1e-2, batch_size=2, seed=0, progress=False)
+    losses = sft_train(policy, samples, steps=25, lr=1e-2, batch_size=3, seed=0, progress=False)
     with torch.no_grad():
         after_logp = policy.log_probs(samples)[0]
     assert len(losses) == 25 and losses[-1] < losses[0]

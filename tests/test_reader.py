@@ -69,10 +69,11 @@ def test_reader_uses_newest_version_for_current_value_and_dates_for_when():
     bank, job = _bank()
     r = Retriever(emb)
     reader = ExtractiveReader(emb, ReaderConfig(abstain_threshold=0.05))
-    cur = reader.answer(
-        q("What does Ana currently work as?"), r.retrieve(bank, "What does Ana currently work as?")
-    )
-    assert cur.answer == "nurse" and cur.cited == (job,)
+    cur = reader.answer(q("Ana now works as what, currently?"), r.retrieve(bank, "Ana now works as what, currently?"))
+    assert cur.answer == "nurse" and cur.cited == (job,)  # the chain's newest version
+    before = "What did Ana work as before she works as a nurse?"
+    prev = reader.answer(q(before), r.retrieve(bank, before))
+    assert prev.answer == "teacher" and prev.cited == (job,)  # the version before the one naming "nurse"
     when = reader.answer(q("When did Ana run a marathon?"), r.retrieve(bank, "When did Ana run a marathon?"))
     assert when.answer == "7 May 2023" and len(when.cited) == 1
     assert when.context_tokens > 0

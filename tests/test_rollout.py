@@ -147,6 +147,7 @@ def test_evaluate_manager_on_final_banks(setup):
         "multi-hop",
         "temporal",
         "knowledge-update",
+        "previous-value",
         "unanswerable",
     }
     teacher = evaluate_manager(stack.env, data["dev"], stack.teacher, progress=False)

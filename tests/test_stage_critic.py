@@ -1,5 +1,7 @@
 """Stage one: the teachers, teacher trajectories on disk, relabeling, and the critic stage end to end."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from fakes import FakeClient
@@ -12,7 +14,8 @@ from memprm.data.synthetic import SyntheticConfig, generate_synthetic
 from memprm.env.gates import Action, EnvConfig, Observation
 from memprm.env.trajectories import load_trajectories, run_trajectory, save_trajectories
 from memprm.eval.validity import ValidityConfig
-from memprm.llm.teacher import HeuristicTeacher, LLMTeacher, fact_stating, profile_key
+from memprm.llm.notes import RuleNoteWriter, notes_for
+from memprm.llm.teacher import HeuristicTeacher, LLMTeacher
 from memprm.memory import HashingEmbedder
 from memprm.memory.embedder import EmbedderConfig, resolve_model_path
 from memprm.models.backbone_config import BackboneConfig
@@ -30,37 +33,24 @@ def obs(text, layer="event", neighbours=()):
 
 
 # ------------------------------------------------------------------------------------------------ teachers
-@pytest.mark.parametrize(
-    "text, fact",
-    [
-        ("I adopted a dog named Biscuit last week!", True),
-        ("I work as a nurse at the Lisbon hospital now", True),
-        ("Haha that is so great, good for you!", False),
-        ("What did you do over the weekend with them?", False),
-        ("ok", False),
-    ],
-)
-def test_fact_stating(text, fact):
-    assert fact_stating(text, 6) is fact
+def noted(text, layer="event", neighbours=()):
+    """The observation with the notes the offline rule writer gives the turn (as MemoryEnv.observe does)."""
+    o = obs(text, layer, neighbours)
+    return replace(o, notes=notes_for(RuleNoteWriter(), o.turn, o.timestamp, layer))
 
 
-def test_profile_key_routes_attribute_statements():
-    assert profile_key("I work as a nurse now") == "job"
-    assert profile_key("We moved to Porto in May") == "home"
-    assert profile_key("I ran a marathon yesterday") is None
-
-
-def test_heuristic_teacher_writes_merges_and_skips():
+def test_heuristic_teacher_writes_notes_merges_and_skips():
     t = HeuristicTeacher(HashingEmbedder(dim=512))
-    assert t(obs("Haha that is so great, good for you!")) == Action.noop()
-    assert t(obs("I ran a half marathon in Porto yesterday!")) == Action(
-        "write", "Ana: I ran a half marathon in Porto yesterday!", "ran"
-    )
-    assert t(obs("I ran a half marathon in Porto yesterday!", layer="profile")) == Action.noop()
-    assert t(obs("I work as a nurse in Lisbon now", layer="profile")).kind == "write"
-    near = Neighbour("p00001", "profile", "(2023-01-01) Ana: I work as a nurse in Lisbon")
-    merged = t(obs("I work as a nurse in Lisbon now", layer="profile", neighbours=[near]))
-    assert merged == Action("merge", "Ana: I work as a nurse in Lisbon now", entry_id="p00001")
+    assert t(noted("Haha that is so great, good for you!")) == Action.noop()
+    event = t(noted("I ran a half marathon in Porto yesterday!"))
+    assert event == Action("write", "On 7 May 2023, Ana ran a half marathon in Porto.", "ran")
+    assert t(noted("I ran a half marathon in Porto yesterday!", layer="profile")) == Action.noop()
+    job = t(noted("I work as a nurse in Lisbon now", layer="profile"))
+    assert job == Action("write", "Ana's job: nurse (as of 8 May 2023)", "job")
+    near = Neighbour("p00001", "profile", "(2023-05-01) Ana's job: nurse (as of 1 May 2023)")
+    merged = t(noted("I quit being a nurse, and now I work as a teacher!", layer="profile", neighbours=[near]))
+    assert merged == Action("merge", "Ana's job: teacher (as of 8 May 2023)", entry_id="p00001")
+    assert t(obs("I work as a nurse in Lisbon now", layer="profile")) == Action.noop()  # no notes on offer
 
 
 def test_llm_teacher_validates_and_counts_invalid_output():

@@ -47,8 +47,11 @@ def test_sft_moves_the_policy_to_the_teacher_and_weights_round_trip(teacher_run,
     policy = tiny_scoring_policy(seed=0, head_std=0.5)
     samples = sft_samples(policy, [traj], [d])
     assert len(samples) == sum(len(w.decisions) for w in traj.windows)
-    expected = [{"noop": 0, "write": 1}.get(action_of(x).kind, 2) for w in traj.windows for x in w.decisions]
-    assert [min(s.choice, 2) for s in samples] == expected
+    decisions = [(w.window, x) for w in traj.windows for x in w.decisions]
+    chosen = [policy.candidates(observation_from_decision(d, win, x))[s.choice].action
+              for (win, x), s in zip(decisions, samples, strict=True)]  # fmt: skip
+    assert chosen == [action_of(x) for _, x in decisions]  # each sample chooses exactly the teacher's action
+    assert {a.kind for a in chosen} == {"noop", "write", "merge"}
     weights = balance_weights(
         [action_of(x).kind for w in traj.windows for x in w.decisions], SFTConfig().balance
     )

@@ -1,8 +1,8 @@
 """The synthetic generator: determinism, ids, dates, facts, and that every question kind is what it claims.
 
 Checks recompute things independently of the generator where they can: temporal answers from the turn's
-relative expression and the session date, knowledge-update answers from a timeline parsed out of the
-canonical fact texts.
+relative expression and the session date, knowledge-update and previous-value answers from a timeline parsed
+out of the canonical fact texts, distractor exchanges and third-party statements from the template texts.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ from memprm.data.synthetic import (
 from memprm.data.synthetic import lines as dialogue_lines
 
 DEFAULT = SyntheticConfig()
-LONGER = "session longer than turns_per_session to fit its facts"
+GROWN = "sessions grown beyond turns_per_session"
+GROWN_TOTAL = "turns added beyond turns_per_session (all dialogues)"
+GROWN_EXAMPLE = r"(syn-\d{3}) session (\d+): (\d+) turns \(\+(\d+)\)"
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +133,7 @@ def test_seed_and_index_change_the_data(data):
 
 
 def test_a_dialogue_depends_only_on_config_and_index(data):
-    assert generate_dialogue(DEFAULT, 6) == data["test"][1]
+    assert generate_dialogue(DEFAULT, 7) == data["test"][1]
     more = replace(DEFAULT, n_dialogues=20, n_train=10)
     assert generate_dialogue(more, 3) == data["train"][3]
     with pytest.raises(ValueError, match="index"):
@@ -143,7 +145,7 @@ def test_a_dialogue_depends_only_on_config_and_index(data):
 
 def test_ids_and_evidence(data):
     ids = [d.id for d in dialogues(data)]
-    assert ids == [f"syn-{i:03d}" for i in range(10)]
+    assert ids == [f"syn-{i:03d}" for i in range(DEFAULT.n_dialogues)]
     for d in dialogues(data):
         assert d.source == "synthetic" and len(set(d.speakers)) == 2
         for s, session in enumerate(d.sessions, start=1):
@@ -189,7 +191,7 @@ def test_speakers_alternate_and_sessions_have_the_target_length(data):
             assert all(a != b for a, b in zip(speakers, speakers[1:], strict=False)), (d.id, s.index)
             assert len(s.turns) >= DEFAULT.turns_per_session
             longer += len(s.turns) > DEFAULT.turns_per_session
-    assert data.report.repairs.get(LONGER, 0) == longer
+    assert data.report.repairs.get(GROWN, 0) == longer
 
 
 def test_every_kind_present_and_shortfalls_reported(data):
@@ -198,7 +200,8 @@ def test_every_kind_present_and_shortfalls_reported(data):
     for category, n in DEFAULT.questions_requested.items():
         skipped = data.report.skips.get(f"{category} question not formed (too few candidates)", 0)
         assert counts[category] + skipped == n * DEFAULT.n_dialogues, category
-    assert 20 <= sum(counts.values()) / DEFAULT.n_dialogues <= 30
+    assert 50 <= sum(counts.values()) / DEFAULT.n_dialogues <= 54
+    assert sum(data.report.skips.values()) <= DEFAULT.n_dialogues // 2, data.report.skips
 
 
 # --- facts and distractors ------------------------------------------------------------------------------
@@ -219,10 +222,86 @@ def test_fact_turns_carry_one_canonical_fact(data):
                     assert f.text.startswith((f"On {answer}, ", f"In {answer}, ")), (f.text, t.text)
 
 
+def _filler_turns(d: Dialogue, session) -> list:
+    """Fact-less turns of ``session`` that are neither greeting, closing, prompt nor reaction."""
+    prompts = {p.format(other=n) for p in dialogue_lines.PROMPTS for n in d.speakers}
+    turns = list(session.turns)
+    body = turns[2 : len(turns) - (3 if turns[-1].text in dialogue_lines.CLOSING_TAILS else 2)]
+    out = []
+    for i, t in enumerate(body):
+        after_fact = i > 0 and bool(body[i - 1].facts)  # a fact turn is always followed by a reaction
+        if not t.facts and not after_fact and t.text not in prompts:
+            out.append(t)
+    return out
+
+
+@pytest.mark.parametrize("turns", [None, 8])
+def test_every_session_has_its_distractor_exchanges_and_growth_is_reported(data, turns):
+    dense = replace(DEFAULT, n_dialogues=3, n_train=1, n_dev=1, turns_per_session=turns or 22)
+    cfg, splits = (DEFAULT, data) if turns is None else (dense, generate_synthetic(dense))
+    grown, extra, lengths = 0, 0, []
+    for d in dialogues(splits):
+        for s in d.sessions:
+            fillers = _filler_turns(d, s)
+            assert len(fillers) % 2 == 0 and len(fillers) >= 2 * cfg.min_filler_exchanges, (d.id, s.index)
+            lengths.append(len(s.turns))
+            if len(s.turns) > cfg.turns_per_session:
+                grown += 1
+                extra += len(s.turns) - cfg.turns_per_session
+    report = splits.report
+    assert grown > 0 and report.repairs[GROWN] == grown
+    for example in report.examples[GROWN]:
+        did, index, n, plus = re.fullmatch(GROWN_EXAMPLE, example).groups()
+        (d,) = [d for d in dialogues(splits) if d.id == did]
+        assert len(d.sessions[int(index) - 1].turns) == int(n) == cfg.turns_per_session + int(plus)
+    (summary,) = report.examples[GROWN_TOTAL]
+    assert report.repairs[GROWN_TOTAL] == 1 and summary.startswith(f"+{extra} turns ")
+    assert f"in {grown} of {len(lengths)} sessions" in summary and f"max {max(lengths)} turns" in summary
+    assert GROWN_TOTAL in report.format()
+
+
+def test_no_growth_no_growth_report():
+    cfg = SyntheticConfig(n_dialogues=1, n_train=0, n_dev=0, sessions_per_dialogue=2, events_per_session=1,
+                          profile_attributes=1, turns_per_session=30)  # fmt: skip
+    splits = generate_synthetic(cfg)
+    assert all(len(s.turns) == 30 for d in splits["test"] for s in d.sessions)
+    assert GROWN not in splits.report.repairs and GROWN_TOTAL not in splits.report.repairs
+
+
+def _slot_regex(template: str) -> re.Pattern[str]:
+    out = re.escape(template)
+    out = out.replace(re.escape("{a_v}"), r"an? (?P<v>.+?)").replace(re.escape("{v}"), r"(?P<v>.+?)")
+    return re.compile(f"^{out}$")
+
+
+THIRD_PARTY = [(a, _slot_regex(t)) for a in attributes.ATTRIBUTES for t in a.third_party]
+
+
+def test_third_party_distractors_never_state_a_speakers_value(data):
+    n, kinds = 0, set()
+    for d in dialogues(data):
+        lines = timelines(d)
+        held = {(key, v) for (_, key), line in lines.items() for _, v in line}
+        stated_types = {key for _, key in lines}
+        for t in d.turns():
+            hits = [(a, m["v"]) for a, p in THIRD_PARTY if (m := p.match(t.text))]
+            if not hits:
+                continue
+            (a, v), *_ = hits
+            n += 1
+            kinds.add(a.key)
+            assert not t.facts, t.text
+            assert v in a.values and a.key in stated_types, t.text
+            assert (a.key, v) not in held, (d.id, t.id, t.text)
+    assert n >= 2 * DEFAULT.n_dialogues and len(kinds) >= len(attributes.ATTRIBUTES) // 2, (n, kinds)
+
+
 def test_distractor_turns_state_nothing(data):
     for d in dialogues(data):
         answers = {
-            q.answer for q in d.questions if q.category in ("single-hop", "multi-hop", "knowledge-update")
+            q.answer
+            for q in d.questions
+            if q.category in ("single-hop", "multi-hop", "knowledge-update", "previous-value")
         }
         values = {v for line in timelines(d).values() for _, v in line}
         for t in d.turns():
@@ -234,7 +313,7 @@ def test_distractor_turns_state_nothing(data):
         assert 0.2 < n_facts / d.n_turns < 0.5, "fact/distractor balance out of the intended range"
 
 
-# --- the five kinds -------------------------------------------------------------------------------------
+# --- the six kinds --------------------------------------------------------------------------------------
 
 
 def test_single_hop_answers_appear_in_their_evidence(data):
@@ -266,15 +345,40 @@ def test_knowledge_update_answer_is_the_last_stated_value(data):
     assert n >= DEFAULT.n_dialogues
 
 
-def test_multi_hop_joins_two_facts_of_one_speaker(data):
+def test_previous_value_is_the_value_right_before_the_named_one(data):
+    n = 0
+    for d in dialogues(data):
+        turns, lines = d.turn_index(), timelines(d)
+        for q in (q for q in d.questions if q.category == "previous-value"):
+            n += 1
+            assert len(q.evidence) == 2
+            speaker, key, new = parse_profile_fact(turns[q.evidence[1]].facts[0].text)
+            assert word_in(speaker, q.text) and word_in(new, q.text), q.text
+            line = lines[(speaker, key)]
+            distinct = [v for i, (_, v) in enumerate(line) if i == 0 or v != line[i - 1][1]]
+            k = distinct.index(new)
+            assert k >= 1, "the named value must be an overturn"
+            assert q.answer == distinct[k - 1]
+            first_turn = {v: next(tid for tid, w in line if w == v) for v in distinct}
+            assert q.evidence == (first_turn[q.answer], first_turn[new])
+            assert q.answer in turns[q.evidence[0]].text and new in turns[q.evidence[1]].text
+    skipped = data.report.skips.get("previous-value question not formed (too few candidates)", 0)
+    assert n + skipped == DEFAULT.n_previous_value * DEFAULT.n_dialogues and n >= 0.9 * (n + skipped)
+
+
+def test_multi_hop_joins_two_facts_of_one_speaker_from_two_sessions(data):
+    n = 0
     for d in dialogues(data):
         turns = d.turn_index()
         for q in (q for q in d.questions if q.category == "multi-hop"):
+            n += 1
             assert len(q.evidence) == 2
             ev = [turns[e] for e in q.evidence]
             assert all(t.facts for t in ev) and ev[0].speaker == ev[1].speaker
+            assert ev[0].session_index != ev[1].session_index, (d.id, q.text, q.evidence)
             assert any(q.answer in t.text for t in ev), q.text
-            assert not word_in(ev[0].speaker, q.text) or "before" in q.text, q.text
+            assert not word_in(ev[0].speaker, q.text), q.text
+    assert n == DEFAULT.n_multi_hop * DEFAULT.n_dialogues
 
 
 def test_temporal_answers_recomputed_from_the_turn_and_session_date(data):
@@ -345,19 +449,29 @@ def test_unanswerable_questions_ask_about_what_is_never_said(data):
 
 def test_split_sizes_and_dev_halves(data):
     assert {k: v[0] for k, v in data.sizes().items()} == {
-        "train": 4, "dev": 1, "dev_calibration": 1, "dev_selection": 1, "test": 5,
+        "train": 4, "dev": 2, "dev_calibration": 2, "dev_selection": 2, "test": 5,
     }  # fmt: skip
-    (dev,), (cal,), (sel,) = data["dev"], data["dev_calibration"], data["dev_selection"]
-    assert cal.sessions == dev.sessions == sel.sessions and cal.id == sel.id == dev.id
-    cal_ids, sel_ids = {q.id for q in cal.questions}, {q.id for q in sel.questions}
-    assert not cal_ids & sel_ids and cal_ids | sel_ids == {q.id for q in dev.questions}
-    assert abs(len(cal_ids) - len(sel_ids)) <= 1
-    for c in CATEGORIES:
-        a = sum(q.category == c for q in cal.questions)
-        b = sum(q.category == c for q in sel.questions)
-        assert abs(a - b) <= 1, c
+    for dev, cal, sel in zip(data["dev"], data["dev_calibration"], data["dev_selection"], strict=True):
+        assert cal.sessions == dev.sessions == sel.sessions and cal.id == sel.id == dev.id
+        cal_ids, sel_ids = {q.id for q in cal.questions}, {q.id for q in sel.questions}
+        assert not cal_ids & sel_ids and cal_ids | sel_ids == {q.id for q in dev.questions}
+        assert abs(len(cal_ids) - len(sel_ids)) <= 1
+        for c in CATEGORIES:
+            a = sum(q.category == c for q in cal.questions)
+            b = sum(q.category == c for q in sel.questions)
+            assert abs(a - b) <= 1, c
     with pytest.raises(KeyError, match="no split"):
         data["validation"]
+
+
+def test_default_splits_hold_enough_questions(data):
+    def n_questions(split: str) -> int:
+        return sum(len(d.questions) for d in data[split])
+
+    assert n_questions("test") >= 250
+    assert n_questions("dev_selection") >= 50 and n_questions("dev_calibration") >= 50
+    for split in ("train", "dev_selection", "test"):  # every kind in every split an experiment reads
+        assert {q.category for d in data[split] for q in d.questions} == set(CATEGORIES), split
 
 
 def test_custom_split_counts():
@@ -383,9 +497,10 @@ def test_no_overturns_means_no_knowledge_update_and_it_is_reported():
     cfg = replace(DEFAULT, n_dialogues=2, n_train=1, n_dev=0, overturn_prob=0.0)
     splits = generate_synthetic(cfg)
     ds = [*splits["train"], *splits["test"]]
-    assert not any(q.category == "knowledge-update" for d in ds for q in d.questions)
-    assert not any("before" in q.text for d in ds for q in d.questions if q.category == "multi-hop")
-    assert splits.report.skips["knowledge-update question not formed (too few candidates)"] == 2 * 3
+    assert not any(q.category in ("knowledge-update", "previous-value") for d in ds for q in d.questions)
+    for category in ("knowledge-update", "previous-value"):
+        skips = splits.report.skips[f"{category} question not formed (too few candidates)"]
+        assert skips == 2 * DEFAULT.questions_requested[category]
     assert all(len({v for _, v in line}) == 1 for d in ds for line in timelines(d).values())
 
 
@@ -396,16 +511,20 @@ def test_certain_overturns_give_full_chains():
         assert len(lines) == cfg.profile_attributes
         assert all(len({v for _, v in line}) == 3 for line in lines.values())  # first half of 6 -> 2 more
         assert all(len(q.evidence) == 3 for q in d.questions if q.category == "knowledge-update")
+        assert all(len(q.evidence) == 2 for q in d.questions if q.category == "previous-value")
 
 
-def test_degenerate_config_forms_only_unanswerable_questions():
+@pytest.mark.parametrize(("fillers", "length"), [(0, 4), (3, 10)])
+def test_degenerate_config_forms_only_unanswerable_questions(fillers, length):
     cfg = SyntheticConfig(n_dialogues=1, n_train=0, n_dev=0, sessions_per_dialogue=1, events_per_session=0,
-                          profile_attributes=0, turns_per_session=4)  # fmt: skip
+                          profile_attributes=0, turns_per_session=4, min_filler_exchanges=fillers)  # fmt: skip
     splits = generate_synthetic(cfg)
     (d,) = splits["test"]
-    assert [len(s.turns) for s in d.sessions] == [4] and not any(t.facts for t in d.turns())
-    assert {q.category for q in d.questions} == {"unanswerable"} and len(d.questions) == 3
-    assert sum(splits.report.skips.values()) == 8 + 5 + 6 + 3
+    assert [len(s.turns) for s in d.sessions] == [length] and not any(t.facts for t in d.turns())
+    assert {q.category for q in d.questions} == {"unanswerable"} and len(d.questions) == cfg.n_unanswerable
+    answerable = sum(n for c, n in cfg.questions_requested.items() if c != "unanswerable")
+    assert sum(splits.report.skips.values()) == answerable
+    assert splits.report.repairs.get(GROWN, 0) == (length > 4)
 
 
 @pytest.mark.parametrize(
@@ -418,7 +537,11 @@ def test_degenerate_config_forms_only_unanswerable_questions():
         ({"overturn_prob": 1.5}, "overturn_prob"),
         ({"restate_prob": -0.1}, "restate_prob"),
         ({"topical_distractor_frac": 2.0}, "topical_distractor_frac"),
-        ({"n_train": 8, "n_dev": 3}, "n_train"),
+        ({"near_miss_frac": -0.5}, "near_miss_frac"),
+        ({"near_miss_frac": 0.7, "topical_distractor_frac": 0.4}, "near_miss_frac"),
+        ({"min_filler_exchanges": -1}, "min_filler_exchanges"),
+        ({"n_previous_value": -1}, "n_previous_value"),
+        ({"n_train": 9, "n_dev": 3}, "n_train"),
         ({"turns_per_session": 3}, "turns_per_session"),
         ({"min_gap_days": 5, "max_gap_days": 4}, "max_gap_days"),
         ({"events_per_session": 10}, "events_per_session"),
@@ -440,7 +563,7 @@ def test_templates_are_consistent():
     distractors = [
         *dialogue_lines.GREETINGS, *dialogue_lines.GREETING_REPLIES, *dialogue_lines.PROMPTS, *(r for rs in dialogue_lines.REACTIONS.values() for r in rs),
         *(x for pair in (*dialogue_lines.SMALL_TALK, *dialogue_lines.TOPICAL, *dialogue_lines.CLOSINGS) for x in pair), *dialogue_lines.NEAR_MISS_REPLIES,
-        *dialogue_lines.CLOSING_TAILS, *dialogue_lines.COMMENTS, *dialogue_lines.EVENT_TELLS,
+        *dialogue_lines.CLOSING_TAILS, *dialogue_lines.COMMENTS, *dialogue_lines.EVENT_TELLS, *dialogue_lines.THIRD_PARTY_REPLIES,
     ]  # fmt: skip
     keywords = [k for a in (*attributes.ATTRIBUTES, *vocabulary.ACTIVITIES) for k in a.keywords]
     for text in distractors:
@@ -450,6 +573,13 @@ def test_templates_are_consistent():
     for a in attributes.ATTRIBUTES:
         assert len(set(a.values)) == len(a.values) and not names & set(a.values)
         assert all(any(word_in(k, t) for k in a.keywords) for t in a.ask), a.key
+        foreign = [k for k in keywords if k not in a.keywords]
+        assert len(a.third_party) >= 2, a.key
+        for text in (*a.near_miss, *a.third_party):
+            assert not RELATIVE.search(text) and not any(word_in(n, text) for n in names), text
+            assert (text.count("{v}") + text.count("{a_v}")) == 1 and not text.startswith("{"), text
+        for text in a.third_party:  # first person about someone else, no other type's or activity's words
+            assert text.startswith("My ") and not any(word_in(k, text) for k in foreign), text
     for act in vocabulary.ACTIVITIES:
         assert any(word_in(k, act.base) for k in act.keywords), act.key
         assert bool(act.details) == ("{d}" in act.past) == bool(act.ask_detail), act.key
@@ -489,8 +619,12 @@ def test_invariants_hold_for_small_configs(seed, sessions, events, attrs, turns,
             ev = [turns_by_id[e] for e in q.evidence]
             if q.category in ("single-hop", "knowledge-update"):
                 assert q.answer in ev[-1].text
+            if q.category == "previous-value":
+                assert q.answer in ev[0].text and len(ev) == 2
+            if q.category == "multi-hop":
+                assert ev[0].session_index != ev[1].session_index
             if q.category == "temporal":
                 (expression,) = RELATIVE.findall(ev[0].text)
                 day = d.sessions[ev[0].session_index - 1].datetime.date()
                 assert q.answer == expected_temporal(expression, day)
-    assert splits.report.repairs.get(LONGER, 0) == longer
+    assert splits.report.repairs.get(GROWN, 0) == longer

@@ -25,6 +25,10 @@ class Fact:
     text: str
     turn_id: str
     speaker: str = ""
+    #: the attribute a profile fact states ("job"), or "event:<activity>"; empty when the source has none.
+    key: str = ""
+    #: a profile fact's (new) value ("nurse"); empty for events and sources without one.
+    value: str = ""
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ A session window is one session of the dialogue (≈22 turns in LoCoMo and the s
 *gateable* turn — one with at least ``gate_min_words`` words, so bare greetings and reactions open no gate —
 opens one gate per managed layer (event, profile). At a gate the manager sees the turn, the ``context_turns``
 turns before it, the session date, and the ``neighbours`` entries of the target layer retrieved for the turn
-(each rendered as its whole chain); it answers with one :class:`Action`. The verbatim layer is written
+(each rendered as its whole chain), and the notes the environment's note writer distills from the turn for
+that layer (:mod:`memprm.llm.notes`); it answers with one :class:`Action`. The verbatim layer is written
 automatically after the gates of a turn.
 """
 
@@ -16,6 +17,7 @@ from typing import Literal
 
 from memprm.credit.tiers import Neighbour
 from memprm.data.records import Turn
+from memprm.llm.notes import Note
 from memprm.memory.bank import MANAGED_LAYERS, BankError, MemoryBank
 
 _WORDS = re.compile(r"[A-Za-z0-9']+")
@@ -57,6 +59,9 @@ class Observation:
     layer: str
     context: tuple[str, ...]  # rendered preceding turns, oldest first
     neighbours: tuple[Neighbour, ...]  # entries of ``layer`` retrieved for the turn, best first
+    #: the note writer's notes of the turn for ``layer`` (the content on offer to the scoring policy and the
+    #: heuristic teacher; a generative manager writes its own).
+    notes: tuple[Note, ...] = ()
 
 
 @dataclass(frozen=True)

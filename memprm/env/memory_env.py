@@ -23,6 +23,7 @@ from memprm.env.exam import ExamResult, Quiz, ReaderCache, assemble_quiz, run_ex
 from memprm.env.gates import Action, EnvConfig, Observation, apply_action, is_gateable
 from memprm.env.probe_gates import GateReport, gate_probes
 from memprm.env.render_ops import render_gate
+from memprm.llm.notes import CachedNotes, NoteWriter, RuleNoteWriter, notes_for
 from memprm.llm.roles import Judge, ProbeGenerator, Reader
 from memprm.memory.bank import BankError, Entry, MemoryBank
 from memprm.memory.retriever import Retriever
@@ -66,8 +67,11 @@ class MemoryEnv:
         reader: Reader,
         judge: Judge,
         probes: ProbeGenerator,
+        notes: NoteWriter | None = None,
     ):
         self.cfg, self.retriever, self.reader, self.judge, self.probes = cfg, retriever, reader, judge, probes
+        #: the note writer whose notes every observation carries (default: the offline rule writer).
+        self.notes = notes if notes is not None else CachedNotes(RuleNoteWriter())
 
     # ------------------------------------------------------------------------------------------ gates
     def observe(
@@ -81,9 +85,9 @@ class MemoryEnv:
             else ()
         )
         neighbours = tuple(Neighbour(h.entry.id, h.layer, render_chain(h.entry)) for h in hits)
-        return Observation(
-            dialogue.id, session.index, turn, session_timestamp(session), layer, context, neighbours
-        )
+        ts = session_timestamp(session)
+        notes = notes_for(self.notes, turn, ts, layer)
+        return Observation(dialogue.id, session.index, turn, ts, layer, context, neighbours, notes)
 
     def play_window(self, dialogue: Dialogue, window: int, bank: MemoryBank, policy: Policy) -> WindowPlay:
         """Play the gates of session ``window`` (1-based index into ``dialogue.sessions``) on ``bank``."""

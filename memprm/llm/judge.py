@@ -13,6 +13,11 @@ by :func:`scoring_rule`:
   saying "not in the conversation" count too (the reader's own is :data:`~memprm.llm.roles.ABSTAIN_ANSWER`).
 - ``plain`` (everything else: categories 2 and 4, the synthetic ``single-hop``/``temporal``/
   ``knowledge-update``, LongMemEval's question types, probes): token F1.
+- dates (only ``category_id == 0``, i.e. the synthetic source and LongMemEval, with
+  ``JudgeConfig.dates_as_dates``; not for abstain): when the whole gold answer is a calendar day (see
+  :func:`gold_day`), the score is 1 iff the prediction mentions at least one day and every day it mentions
+  is the gold's (for "the week before <day>" it must also say "week before"), else 0. LoCoMo questions
+  always keep the official token-F1 rules above.
 
 Token F1 is computed over multisets of :func:`~memprm.llm.text.answer_tokens` (LoCoMo normalization + Porter
 stems); no overlap scores 0, also when both sides are empty (as upstream). The category comes from
@@ -26,11 +31,13 @@ silent default. ``correct = score >= threshold``.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from memprm.data.dates import _MONTHS
 from memprm.data.records import Question
 from memprm.llm.client import Failure
 from memprm.llm.roles import Judge, Verdict
@@ -43,6 +50,9 @@ class JudgeConfig:
     kind: str = "f1"
     #: F1 judge only: an answer is correct when its score is >= this, in (0, 1].
     threshold: float = 0.5
+    #: F1 judge only: score date answers of sources without LoCoMo's category numbers (``category_id == 0``)
+    #: by calendar day instead of token F1 (see the module docstring); LoCoMo questions are unaffected.
+    dates_as_dates: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in ("f1", "llm"):
@@ -78,7 +88,7 @@ _RULE_BY_NAME = {
     "open-domain": "open",
     "adversarial": "abstain",
     "unanswerable": "abstain",
-    **dict.fromkeys(("single-hop", "temporal", "knowledge-update", "probe"), "plain"),
+    **dict.fromkeys(("single-hop", "temporal", "knowledge-update", "previous-value", "probe"), "plain"),
     **dict.fromkeys(
         ("single-session-user", "single-session-assistant", "single-session-preference", "multi-session",
          "temporal-reasoning"),
@@ -128,11 +138,66 @@ def says_unanswerable(prediction: str) -> bool:
     return any(phrase in low for phrase in UNANSWERABLE_PHRASES)
 
 
-def f1_score(question: Question, prediction: str) -> float:
-    """LoCoMo's score of ``prediction`` for ``question``, in [0, 1]."""
+# --- dates --------------------------------------------------------------------------------------------------
+_MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True))  # longest first: "september" before "sep"
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEKDAY_RE = "|".join(_WEEKDAYS + tuple(d[:3] for d in _WEEKDAYS))
+_ORDINAL = r"(?:st|nd|rd|th)?"
+#: one calendar day: ``2023-05-07`` | ``7 May 2023`` (``7th``, ``of``, ``May,``) | ``May 7, 2023``.
+_DAY_RE = (
+    r"(?<!\d)(?P<iy>\d{4})-(?P<im>\d{1,2})-(?P<id>\d{1,2})(?!\d)"
+    rf"|(?<!\d)(?P<dd>\d{{1,2}}){_ORDINAL}(?:\s+of)?\s+(?P<dm>{_MONTH_RE})\.?,?\s+(?P<dy>\d{{4}})(?!\d)"
+    rf"|\b(?P<mm>{_MONTH_RE})\.?\s+(?P<md>\d{{1,2}}){_ORDINAL},?\s+(?P<my>\d{{4}})(?!\d)"
+)
+_DAY_SEARCH = re.compile(_DAY_RE, re.IGNORECASE)
+_GOLD_DAY = re.compile(
+    rf"\s*(?P<week>(?:the\s+)?week\s+before\s+)?(?:(?:{_WEEKDAY_RE})\.?,?\s+)?(?:{_DAY_RE})\s*\.?\s*",
+    re.IGNORECASE,
+)
+_WEEK_BEFORE = re.compile(r"\bweek\s+before\b", re.IGNORECASE)
+
+Day = tuple[int, int, int]  # (year, month, day) as written; not checked against the calendar
+
+
+def _day(m: re.Match[str]) -> Day:
+    """The (year, month, day) of a match of ``_DAY_RE``, whichever of its three forms matched."""
+    if m["iy"]:
+        return int(m["iy"]), int(m["im"]), int(m["id"])
+    if m["dd"]:
+        return int(m["dy"]), _MONTHS[m["dm"].lower()], int(m["dd"])
+    return int(m["my"]), _MONTHS[m["mm"].lower()], int(m["md"])
+
+
+def mentioned_days(text: str) -> list[Day]:
+    """Every calendar day written in ``text``, in order; slashed (``07/05/2023``) and partial dates don't count."""
+    return [_day(m) for m in _DAY_SEARCH.finditer(text)]
+
+
+def gold_day(gold: str) -> tuple[Day, bool] | None:
+    """``(day, week)`` when the whole of ``gold`` is one day, optionally after a weekday (``Sunday, 7 May 2023``)
+    or as ``the week before <day>`` (``week`` True); None for any other answer."""
+    m = _GOLD_DAY.fullmatch(gold)
+    return None if m is None else (_day(m), bool(m["week"]))
+
+
+def date_score(prediction: str, day: Day, week: bool) -> float:
+    """1.0 iff ``prediction`` mentions at least one day, all equal to ``day`` (and says "week before" when
+    ``week``), else 0.0."""
+    days = mentioned_days(prediction)
+    right = bool(days) and all(d == day for d in days) and (not week or bool(_WEEK_BEFORE.search(prediction)))
+    return 1.0 if right else 0.0
+
+
+def f1_score(question: Question, prediction: str, *, dates_as_dates: bool = False) -> float:
+    """LoCoMo's score of ``prediction`` for ``question``, in [0, 1]; with ``dates_as_dates``, questions with
+    ``category_id == 0`` and a date as gold are scored by :func:`date_score` instead."""
     rule = scoring_rule(question)
     if rule == "abstain":
         return 1.0 if says_unanswerable(prediction) else 0.0
+    if dates_as_dates and question.category_id == 0:
+        gold = gold_day(question.answer)
+        if gold is not None:
+            return date_score(prediction, *gold)
     if rule == "multi":
         return multi_answer_f1(prediction, question.answer)
     gold = question.answer.split(";")[0].strip() if rule == "open" else question.answer
@@ -140,14 +205,16 @@ def f1_score(question: Question, prediction: str) -> float:
 
 
 class F1Judge:
-    """Offline judge: LoCoMo's token F1 per category; correct when the score reaches ``threshold``."""
+    """Offline judge: LoCoMo's token F1 per category (dates as days, see :func:`f1_score`); correct when the
+    score reaches ``threshold``."""
 
-    def __init__(self, threshold: float = 0.5):
+    def __init__(self, threshold: float = 0.5, dates_as_dates: bool = True):
         _check_threshold(threshold)
         self.threshold = threshold
+        self.dates_as_dates = dates_as_dates
 
     def judge(self, question: Question, answer: str) -> Verdict:
-        score = f1_score(question, answer)
+        score = f1_score(question, answer, dates_as_dates=self.dates_as_dates)
         return Verdict(correct=score >= self.threshold, score=score)
 
 
@@ -165,7 +232,7 @@ _TEMPLATE_BY_NAME = {
     **dict.fromkeys(("single-hop", "multi-hop", "temporal", "open-domain", "probe"), "locomo"),
     **dict.fromkeys(("single-session-user", "single-session-assistant", "multi-session"), "lme_default"),
     "temporal-reasoning": "lme_temporal",
-    "knowledge-update": "lme_knowledge_update",
+    **dict.fromkeys(("knowledge-update", "previous-value"), "lme_knowledge_update"),
     "single-session-preference": "lme_preference",
     **dict.fromkeys(("adversarial", "unanswerable"), "lme_abstention"),
 }
@@ -232,7 +299,7 @@ class LLMJudge:
 def build_judge(cfg: JudgeConfig, client: Any = None) -> Judge:
     """The judge ``cfg`` names; ``kind: llm`` needs a client (an :class:`~memprm.llm.client.LLMClient`)."""
     if cfg.kind == "f1":
-        return F1Judge(cfg.threshold)
+        return F1Judge(cfg.threshold, cfg.dates_as_dates)
     if client is None:
         raise ValueError("judge.kind is 'llm' but no LLM client was given (configure llm.judge)")
     return LLMJudge(client)

@@ -1,19 +1,39 @@
 """Readers: question + retrieved entries → answer + the minimal set of entry ids used.
 
-``ExtractiveReader`` (offline) is a real, deterministic algorithm:
+``ExtractiveReader`` (offline) is a real, deterministic, chain-aware algorithm. It reads each retrieved entry
+as its whole version chain (oldest first):
 
-1. Every version of every retrieved entry is a candidate, scored by embedding cosine with the question.
-2. If the best score is below ``abstain_threshold`` the reader abstains (``ABSTAIN_ANSWER``, no citation).
-3. *Current-value* questions ("current", "now", "still", "these days", "latest", …): among candidates within
-   ``recency_margin`` of the best score, the newest by timestamp wins (then the later version in its chain), so
-   a merged chain answers with its last value.
-4. *When* questions ("when", "what date", "which day", …): the chosen version's timestamp, shifted by a
-   relative expression in its text (:mod:`memprm.llm.relative_time`).
-5. Otherwise a span of the chosen version: the sentence sharing the most words with the question, then the
-   best run of words that are neither stop words nor question words, preferring capitalized words, numbers and
-   runs that follow a cue word ("named", "as", "in", …), near the words it shares with the question.
+1. Every version of every retrieved entry is a candidate, scored by embedding cosine with the question; the
+   *best chain* is the entry of the best-scoring version.
+2. Each version's *support* is ``(1 - w)·cosine + w·overlap``, the overlap being the share of the question's
+   content words (not stop words, question words or names) that the version contains (``w`` =
+   ``overlap_weight``); if the best support is below ``abstain_threshold`` the reader abstains
+   (``ABSTAIN_ANSWER``, no citation).
+   ``w`` and the threshold are calibrated on the dev calibration half by
+   :func:`memprm.env.calibration.calibrate_abstention` where a run does so (``fit`` and
+   ``tools/policy_gap.py``), which reports the values it chose.
+3. The question's form picks the version to read:
 
-It cites the one entry its answer came from. ``LLMReader`` asks an OpenAI-compatible model for JSON
+   - *current value* ("now", "current", "still", "these days", "latest", …): the newest version of the best
+     chain (a merged chain answers with its last value; a single turn is read as it is);
+   - *earlier value* ("before", "previously", "used to", "formerly", …): in the best chain, the version just
+     before the latest one that mentions a word of the question's "before …" part (the value that replaced
+     it), else the chain's second-to-last version; a one-version chain is read as it is;
+   - *two facts* ("… the person who / whose <clause> …"): the version that best matches the clause names the
+     bridge entity (a capitalized name it mentions that the question does not); the question is rewritten
+     with the name in place of the clause ("… of the person who ran a marathon?" → "… of Mei?") and the
+     answer is read from the newest version of the *other* entry, among those mentioning the name, whose
+     version best matches the rewritten question (both entries are cited);
+   - otherwise the best version.
+4. *When* questions ("when", "what date", "which day", …) answer a date: an absolute date written in the
+   version ("On 7 May 2023, …"), else the version's timestamp shifted by a relative expression in its text
+   (:mod:`memprm.llm.relative_time`).
+5. Other questions get a span of the version: dates and "(as of …)" stamps are removed (a date only answers
+   a when question), then the sentence sharing the most words with the question, then the best run of words
+   that are neither stop words nor question words, preferring capitalized words, numbers and runs that
+   follow a cue word ("named", "as", "in", …), near the words it shares with the question.
+
+It cites the entries its answer came from. ``LLMReader`` asks an OpenAI-compatible model for JSON
 ``{"answer": ..., "cited": [...]}``; its citations are machine-checked against the retrieved set.
 """
 
@@ -31,6 +51,7 @@ from memprm.data.records import Question
 from memprm.llm.relative_time import resolve
 from memprm.llm.render import approx_tokens, render_retrieval
 from memprm.llm.roles import ABSTAIN_ANSWER, ReaderAnswer, check_citations
+from memprm.llm.text import stem
 from memprm.memory.embedder import Embedder
 from memprm.memory.retriever import Retrieval
 
@@ -39,16 +60,23 @@ from memprm.memory.retriever import Retrieval
 class ReaderConfig:
     #: ``extractive`` (offline) or ``llm`` (an OpenAI-compatible endpoint; see ``llm`` config).
     kind: str = "extractive"
-    #: extractive: abstain when no version's cosine with the question reaches this.
+    #: extractive: abstain when no version's cosine with the question reaches this (the starting value when
+    #: ``calibrate_abstention`` is on).
     abstain_threshold: float = 0.25
-    #: extractive: for current-value questions, versions this close to the best score compete on recency.
-    recency_margin: float = 0.1
+    #: extractive: choose the threshold on the dev calibration half before any exam of a run
+    #: (:mod:`memprm.env.calibration`; the value chosen is written to ``reader_calibration.json``).
+    calibrate_abstention: bool = True
+    #: extractive: weight w of the word overlap in a version's support, (1 - w)·cosine + w·overlap (the starting
+    #: value when ``calibrate_abstention`` is on; calibration chooses it among 0, 0.25, 0.5, 0.75).
+    overlap_weight: float = 0.5
 
     def __post_init__(self) -> None:
         if self.kind not in ("extractive", "llm"):
             raise ValueError(f"reader.kind must be 'extractive' or 'llm', got {self.kind!r}")
-        if not -1.0 <= self.abstain_threshold <= 1.0 or self.recency_margin < 0:
-            raise ValueError("reader.abstain_threshold must be in [-1, 1] and reader.recency_margin >= 0")
+        if not -1.0 <= self.abstain_threshold <= 1.0:
+            raise ValueError(f"reader.abstain_threshold must be in [-1, 1], got {self.abstain_threshold}")
+        if not 0.0 <= self.overlap_weight <= 1.0:
+            raise ValueError(f"reader.overlap_weight must be in [0, 1], got {self.overlap_weight}")
 
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
@@ -78,35 +106,125 @@ def _words(text: str) -> list[str]:
 
 
 def _key(word: str) -> str:
-    w = word.lower()
-    return w[:-1] if len(w) > 3 and w.endswith("s") else w
+    """A word's comparison key: its Porter stem (``baked`` and ``bake`` match)."""
+    return stem(word.lower())
+
+
+_NUMBER_WORDS = frozenset(
+    "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty sixty "
+    "hundred thousand half".split()
+)
+
+
+def _numeric(word: str) -> bool:
+    return any(c.isdigit() for c in word) or word.lower() in _NUMBER_WORDS
+
+
+_PREVIOUS = re.compile(r"\b(before|previously|used to|formerly|originally|prior to)\b")
+_BRIDGE = re.compile(r"\bthe (?:person|one) (?:who|whose|that)\b(?P<clause>[^?]*)")
+_ABS_DATE = re.compile(
+    r"\b(?:the week before )?\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|"
+    r"November|December) \d{4}\b"
+)
+_DATE_LEAD = re.compile(r"^(?:On|In) (?:the week before )?\d{1,2} [A-Z][a-z]+ \d{4},\s*")
+_AS_OF = re.compile(r"\s*\(as of [^)]*\)")
+_NOT_NAMES = frozenset(
+    "I I'm I've On In The A An It My So Oh And But We Our What When Where Who Which How Big Guess Honestly "
+    "Well Hey Hi Hello Meet New Still Switched Plot Right Being Another Had Took Last This That Did Not "
+    "January February March April May June July August September October November December "
+    "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
+)
+_NAME = re.compile(r"\b[A-Z][a-z]+(?=\b)")
+
+
+def names_in(text: str) -> set[str]:
+    """Capitalized words of ``text`` that may name an entity (not months, weekdays or sentence openers)."""
+    return {w for w in _NAME.findall(text) if w not in _NOT_NAMES}
 
 
 class ExtractiveReader:
     def __init__(self, embedder: Embedder, cfg: ReaderConfig | None = None):
         self.embedder = embedder
         self.cfg = cfg or ReaderConfig()
+        self.abstain_threshold = self.cfg.abstain_threshold
+        self.overlap_weight = self.cfg.overlap_weight
+
+    def support_parts(self, question: Question, retrieval: Retrieval) -> tuple[np.ndarray, np.ndarray] | None:
+        """(cosines [C], word overlaps [C]) of every retrieved version (None with nothing retrieved): the two
+        parts of step 2's support, for calibration."""
+        cands = [v.content for h in retrieval.hits for v in h.entry.versions]
+        if not cands:
+            return None
+        vecs = self.embedder.embed([question.text] + cands)  # [1 + C, dim]
+        return vecs[1:] @ vecs[0], overlaps(question.text, cands)
 
     def answer(self, question: Question, retrieval: Retrieval) -> ReaderAnswer:
         context_tokens = approx_tokens(render_retrieval(retrieval)) + approx_tokens(question.text)
         cands = [(h.entry, i, v) for h in retrieval.hits for i, v in enumerate(h.entry.versions)]
         if not cands:
             return ReaderAnswer(ABSTAIN_ANSWER, (), context_tokens=context_tokens)
-        vecs = self.embedder.embed([question.text] + [v.content for _, _, v in cands])  # [1 + C, dim]
-        scores = vecs[1:] @ vecs[0]  # [C]
+        q = question.text
+        bridge = _BRIDGE.search(q)
+        texts = [q] + [v.content for _, _, v in cands] + ([bridge.group("clause")] if bridge else [])
+        vecs = self.embedder.embed(texts)  # [1 + C (+1), dim]; the clause's vector last
+        scores = vecs[1 : 1 + len(cands)] @ vecs[0]  # [C]
         best = int(np.argmax(scores))
-        if float(scores[best]) < self.cfg.abstain_threshold:
+        ov = overlaps(q, [v.content for _, _, v in cands])  # [C]
+        if float(np.max((1 - self.overlap_weight) * scores + self.overlap_weight * ov)) < self.abstain_threshold:
             return ReaderAnswer(ABSTAIN_ANSWER, (), context_tokens=context_tokens)
-        q = question.text.lower()
-        if _CURRENT.search(q):
-            close = [i for i in range(len(cands)) if scores[i] >= scores[best] - self.cfg.recency_margin]
-            best = max(close, key=lambda i: (cands[i][2].timestamp or "", cands[i][1], float(scores[i])))
-        entry, _, version = cands[best]
-        if _WHEN.search(q) and version.timestamp:
-            text = resolve(version.content, datetime.fromisoformat(version.timestamp))
+        entry, version = cands[best][0], cands[best][2]
+        cited = [entry.id]
+        low = q.lower()
+        if _CURRENT.search(low):
+            version = entry.versions[-1]
+        elif _PREVIOUS.search(low) and len(entry.versions) > 1:
+            version = earlier_version(entry.versions, q[_PREVIOUS.search(low).end() :])
+        elif bridge:
+            clause_scores = vecs[1 : 1 + len(cands)] @ vecs[-1]  # [C]
+            a = int(np.argmax(clause_scores))
+            bridge_names = sorted(names_in(cands[a][2].content) - names_in(q))
+            joined = [
+                i for i, (e, _, v) in enumerate(cands)
+                if e.id != cands[a][0].id and set(bridge_names) & names_in(v.content)
+            ]  # fmt: skip
+            if joined:
+                # the question with the clause replaced by the bridge name: "... of the person who X?" → "... of Mei?"
+                direct = q[: bridge.start()] + bridge_names[0] + q[bridge.end() :]
+                d_vec = self.embedder.embed([direct])[0]  # [dim]
+                b = max(joined, key=lambda i: float(vecs[1 + i] @ d_vec))
+                entry = cands[b][0]
+                version = entry.versions[-1]  # the joined fact's current value
+                cited = [cands[a][0].id, entry.id]
+        if _WHEN.search(low):
+            found = _ABS_DATE.search(version.content)
+            if found:
+                text = found.group(0)
+            elif version.timestamp:
+                text = resolve(version.content, datetime.fromisoformat(version.timestamp))
+            else:
+                text = extract_span(version.content, q)
         else:
-            text = extract_span(version.content, question.text)
-        return ReaderAnswer(text, (entry.id,), context_tokens=context_tokens)
+            text = extract_span(_AS_OF.sub("", _DATE_LEAD.sub("", version.content)), q)
+        return ReaderAnswer(text, tuple(dict.fromkeys(cited)), context_tokens=context_tokens)
+
+
+def overlaps(question: str, contents: list[str]) -> np.ndarray:
+    """Per version: the share of the question's content words (not stop words, question words or names) it
+    contains, compared by stem (step 2). contents [C] → [C]; all ones when the question has no content word."""
+    want = {_key(w) for w in _words(question) if w.lower() not in _STOP and not w[0].isupper()}
+    if not want:
+        return np.ones(len(contents))
+    return np.array([len(want & {_key(w) for w in _words(c)}) / len(want) for c in contents])
+
+
+def earlier_version(versions, after: str):
+    """The version before the latest one mentioning a content word of ``after`` (step 3), else the
+    second-to-last; ``versions`` has at least two."""
+    keys = {_key(w) for w in _words(after) if w.lower() not in _STOP}
+    for k in range(len(versions) - 1, 0, -1):
+        if keys & {_key(w) for w in _words(versions[k].content)}:
+            return versions[k - 1]
+    return versions[-2]
 
 
 def extract_span(content: str, question: str) -> str:
@@ -135,14 +253,14 @@ def extract_span(content: str, question: str) -> str:
         s, e = run
         toks = words[s:e]
         val = 2.0 * any(t[0].isupper() for j, t in enumerate(toks) if s + j > 0)
-        val += (3.0 if wants_number else 1.0) * any(any(c.isdigit() for c in t) for t in toks)
+        val += (3.0 if wants_number else 1.0) * any(_numeric(t) for t in toks)
         val += 0.5 * (s > 0 and words[s - 1].lower() in _CUES)
         if anchors:
             val -= 0.1 * min(min(abs(a - s), abs(a - (e - 1))) for a in anchors)
         return val - 0.05 * (e - s)
 
     s, e = max(runs, key=score)
-    numbers = [w for w in words[s:e] if any(c.isdigit() for c in w)]
+    numbers = [w for w in words[s:e] if any(c.isdigit() for c in w)]  # digits only: "two hours" stays whole
     return " ".join(numbers) if wants_number and numbers else " ".join(words[s:e])
 
 

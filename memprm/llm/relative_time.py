@@ -51,9 +51,13 @@ _PATTERNS = [
 ]
 
 
+_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+                "October", "November", "December")  # fmt: skip
+
+
 def format_date(d: datetime) -> str:
-    """``7 May 2023`` (no zero padding; LoCoMo's style)."""
-    return f"{d.day} {d.strftime('%B')} {d.year}"
+    """``7 May 2023`` (no zero padding; LoCoMo's style; month names independent of the locale)."""
+    return f"{d.day} {_MONTH_NAMES[d.month - 1]} {d.year}"
 
 
 def _before_weekday(d: datetime, weekday: int) -> datetime:
@@ -61,13 +65,27 @@ def _before_weekday(d: datetime, weekday: int) -> datetime:
     return d - timedelta(days=delta)
 
 
-def resolve(text: str, said_on: datetime) -> str:
-    """The date (or period) that ``text``, said on ``said_on``, refers to, as an answer string."""
+def find(text: str, said_on: datetime) -> tuple[int, int, str] | None:
+    """The first relative expression of ``text`` as ``(start, end, resolved answer)``; None when there is none.
+
+    ``start``/``end`` are character offsets into ``text``, so a caller can cut the expression out
+    (the note writer replaces "yesterday" by the absolute date).
+    """
     low = text.lower()
     found = [(m.start(), kind, m) for kind, rx in _PATTERNS if (m := rx.search(low))]
     if not found:
-        return format_date(said_on)
+        return None
     _, kind, m = min(found, key=lambda f: f[0])
+    return m.start(), m.end(), _resolved(kind, m, said_on)
+
+
+def resolve(text: str, said_on: datetime) -> str:
+    """The date (or period) that ``text``, said on ``said_on``, refers to, as an answer string."""
+    hit = find(text, said_on)
+    return format_date(said_on) if hit is None else hit[2]
+
+
+def _resolved(kind: str, m: re.Match, said_on: datetime) -> str:
     if kind == "before_yesterday":
         return format_date(said_on - timedelta(days=2))
     if kind == "yesterday":

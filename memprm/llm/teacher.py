@@ -1,84 +1,45 @@
 """Teachers: memory managers whose trajectories train the critic and initialize the policy (SFT).
 
-``HeuristicTeacher`` (offline; the paper's "heuristic teacher" row) applies a documented rule set per gate:
+``HeuristicTeacher`` (offline; the paper's "heuristic teacher" row) applies a documented rule set per gate,
+over the notes the environment's :class:`~memprm.llm.notes.NoteWriter` (default: the offline rule writer)
+gives the turn (``Observation.notes``):
 
-1. *Skip chit-chat.* A turn is fact-stating when it is not a question, has at least ``min_words`` words, and
-   carries a content cue: a first-person statement (I / my / we / our) together with a capitalized word
-   past the first, a number, a time expression or a fact verb (adopted, moved, started, …).
-2. *Route by layer.* The profile gate acts on attribute statements ("I work as", "I live in", "my favourite",
-   "I'm a", "my sister", …); the event gate on the other fact-stating turns (things that happened).
+1. *Skip what has no note.* The note writer drops small talk, questions, fillers and statements about third
+   parties; a gate whose turn has no note for the gate's layer is a Noop.
+2. *One fact per gate.* The gate acts on the turn's first note for its layer (profile notes at the profile
+   gate, event notes at the event gate).
 3. *Merge or write.* If the most similar neighbour shown at the gate has embedding cosine ≥
-   ``merge_threshold`` with the turn, merge the turn into it (a new version); otherwise write the turn as a
-   new entry keyed by its attribute cue (profile) or first fact verb (event).
+   ``merge_threshold`` with the note, merge the note into it (a new version); otherwise write the note as a
+   new entry keyed by the note's key.
+
+The teacher never writes the turn itself: a copy of the turn duplicates its verbatim entry.
 
 ``LLMTeacher`` asks an OpenAI-compatible model at every gate with the manager prompt and the strict JSON
-operation format (:mod:`memprm.env.ops_format`); invalid output becomes a Noop and is counted.
+operation format (:mod:`memprm.env.ops_format`); it writes its own content. Invalid output becomes a Noop and
+is counted.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from memprm.env.gates import Action, Observation
 from memprm.env.ops_format import gate_prompt, validate_operation
 from memprm.memory.embedder import Embedder
 
-_WORD = re.compile(r"[A-Za-z0-9']+")
-_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|my|we|we're|our|me)\b")
-_TIME = re.compile(
-    r"\b(yesterday|today|tonight|ago|last (week|weekend|month|year|monday|tuesday|wednesday|thursday|friday|"
-    r"saturday|sunday)|this (morning|week|weekend)|recently|since)\b"
-)
-_FACT_VERBS = (
-    "adopted bought moved started joined visited ran won finished graduated married quit began travelled "
-    "traveled went got learned learnt took made painted baked signed launched opened volunteered attended "
-    "completed met hiked played named called work works working live lives living have has"
-).split()
-_PROFILE_CUES = {
-    "job": r"\b(i work|i'm working|working as|my job|i am an?|i'm an?|my career|my new job|i became)\b",
-    "home": r"\b(i live|i'm living|i moved|we moved|my home|my hometown|my city)\b",
-    "favourite": r"\b(my favou?rite|i love|i really like|i prefer)\b",
-    "family": r"\b(my (wife|husband|partner|son|daughter|sister|brother|mom|mother|dad|father|kids|children))\b",
-    "pet": r"\b(my (dog|cat|pet|puppy|kitten)|our (dog|cat|pet))\b",
-    "hobby": r"\b(my hobby|i play|i've been playing|i practice|i practise)\b",
-}
-_PROFILE = {k: re.compile(v) for k, v in _PROFILE_CUES.items()}
-
 
 @dataclass(frozen=True)
 class TeacherConfig:
     #: ``heuristic`` (offline rule set) or ``llm`` (an OpenAI-compatible endpoint).
     kind: str = "heuristic"
-    #: heuristic: merge into the nearest shown neighbour at or above this cosine with the turn.
+    #: heuristic: merge into the nearest shown neighbour at or above this cosine with the note.
     merge_threshold: float = 0.6
-    #: heuristic: fact-stating turns have at least this many words.
-    min_words: int = 6
 
     def __post_init__(self) -> None:
         if self.kind not in ("heuristic", "llm"):
             raise ValueError(f"teacher.kind must be 'heuristic' or 'llm', got {self.kind!r}")
-        if not -1.0 <= self.merge_threshold <= 1.0 or self.min_words < 1:
-            raise ValueError("teacher.merge_threshold must be in [-1, 1] and teacher.min_words >= 1")
-
-
-def fact_stating(text: str, min_words: int) -> bool:
-    words = _WORD.findall(text)
-    low = text.lower()
-    if len(words) < min_words or text.rstrip().endswith("?") or not _FIRST_PERSON.search(low):
-        return False
-    has_cap = any(w[0].isupper() and w != "I" and not w.startswith("I'") for w in words[1:])
-    has_num = any(any(c.isdigit() for c in w) for w in words)
-    lowered = {w.lower() for w in words}
-    return has_cap or has_num or bool(_TIME.search(low)) or any(v in lowered for v in _FACT_VERBS)
-
-
-def profile_key(text: str) -> str | None:
-    low = text.lower()
-    for key, rx in _PROFILE.items():
-        if rx.search(low):
-            return key
-    return None
+        if not -1.0 <= self.merge_threshold <= 1.0:
+            raise ValueError(f"teacher.merge_threshold must be in [-1, 1], got {self.merge_threshold}")
 
 
 class HeuristicTeacher:
@@ -86,20 +47,14 @@ class HeuristicTeacher:
         self.embedder, self.cfg = embedder, cfg or TeacherConfig()
 
     def __call__(self, obs: Observation) -> Action:
-        text = obs.turn.text
-        if not fact_stating(text, self.cfg.min_words):
+        if not obs.notes:
             return Action.noop()
-        key = profile_key(text)
-        if (obs.layer == "profile") != (key is not None):
-            return Action.noop()
+        note = obs.notes[0]
         if obs.neighbours:
-            vecs = self.embedder.embed([obs.turn.render, obs.neighbours[0].text])  # [2, dim]
+            vecs = self.embedder.embed([note.text, obs.neighbours[0].text])  # [2, dim]
             if float(vecs[0] @ vecs[1]) >= self.cfg.merge_threshold:
-                return Action("merge", obs.turn.render, entry_id=obs.neighbours[0].entry_id)
-        if key is None:
-            verbs = [w.lower() for w in _WORD.findall(text) if w.lower() in _FACT_VERBS]
-            key = verbs[0] if verbs else ""
-        return Action("write", obs.turn.render, key)
+                return Action("merge", note.text, entry_id=obs.neighbours[0].entry_id)
+        return Action("write", note.text, note.key)
 
 
 class LLMTeacher:

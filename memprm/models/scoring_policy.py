@@ -1,11 +1,8 @@
 """The lightweight scoring policy: a shared encoder scores a small candidate set per gate (CPU-friendly).
 
-At a gate the candidates are, in this fixed order:
-
-0. ``Noop``;
-1. ``Write(layer, content=turn, key="")`` — the turn itself (``Turn.render``) as a new entry;
-2. ``Merge(entry_id=n_j, content=turn)`` for each of the first ``merge_candidates`` (m) neighbours shown, best
-   first (fewer if fewer are shown): C = 2 + min(m, #neighbours) candidates.
+At a gate the candidates are those of :func:`memprm.env.candidates.gate_candidates`: Noop, Write of the turn,
+Write of each note on offer, Merge (of the first note, else the turn) into each of the first ``merge_candidates``
+neighbours shown.
 
 Each candidate is scored as a cross-encoder pair ``(candidate text, gate text)``: the encoder (MiniLM by
 default, LoRA on query/value, frozen base) reads both, the non-pad tokens are mean-pooled
@@ -17,12 +14,13 @@ first, then the preceding turns latest first, then the shown entries, so a cut d
 (each Merge candidate carries its own entry) and then the oldest context. Cuts are counted in
 ``counts.truncated`` when a sample is made (``act``, ``sample_for``), not when it is re-scored.
 
-Teacher actions (``sample_for``): Noop → 0; Write → 1 whatever its content (the Write candidate stands for
-"write this turn"; a teacher's summarized content is counted in ``counts.write_content_replaced``); Merge
-into the j-th shown neighbour → 2 + j for j < m. A Merge into a shown neighbour beyond the first m maps to
-the Write candidate, counted in ``counts.merge_beyond_m_as_write``: the teacher judged the turn worth
-keeping, and "write it" is the closest candidate that keeps it (Noop would drop it). An action that is
-invalid at the gate (a Merge into an entry not shown, an empty Write) is an error.
+Teacher actions (``sample_for``): Noop → 0; a Write whose content is a note on offer → that note's candidate;
+a Write of the turn → 1; any other Write → the first note's candidate (1 when there is no note), counted in
+``counts.write_content_replaced``; Merge into the j-th shown neighbour → its merge candidate for j < m. A
+Merge into a shown neighbour beyond the first m maps to the first Write of a note (else of the turn), counted
+in ``counts.merge_beyond_m_as_write``: the teacher judged the turn worth keeping, and writing it is the
+closest candidate that keeps it (Noop would drop it). An action that is invalid at the gate (a Merge into an
+entry not shown, an empty Write) is an error.
 
 ``act`` runs in eval mode (restoring the previous mode); ``log_probs`` in the current mode: GRPO and SFT keep
 the policy in eval mode, so MiniLM's own dropout never makes a recomputed log-probability differ from the
@@ -46,6 +44,7 @@ from peft import get_peft_model
 from torch import nn
 from transformers import PreTrainedTokenizerBase
 
+from memprm.env.candidates import Candidate, gate_candidates
 from memprm.env.gates import Action, Observation
 from memprm.env.ops_format import format_operation, validate_operation
 from memprm.models.backbone import load_base, pool
@@ -53,13 +52,8 @@ from memprm.models.backbone_config import BackboneConfig
 from memprm.models.policy_api import GateSample
 from memprm.models.policy_config import PolicyConfig
 
-NOOP, WRITE, FIRST_MERGE = 0, 1, 2
-
-
-@dataclass(frozen=True)
-class Candidate:
-    action: Action
-    text: str
+NOOP, WRITE = 0, 1  # candidate indices; note Writes follow at 2.., then the Merges (gate_candidates)
+__all__ = ["Candidate", "ScoringPolicy", "build_scoring_policy", "gate_candidates", "gate_text"]
 
 
 @dataclass
@@ -68,9 +62,9 @@ class ScoringCounts:
 
     #: (candidate, gate) pairs cut to ``max_length`` when a sample was made.
     truncated: int = 0
-    #: teacher Writes whose content differs from the turn, mapped to the Write candidate (it writes the turn).
+    #: teacher Writes whose content is neither the turn nor a note on offer, mapped to the first note's Write.
     write_content_replaced: int = 0
-    #: teacher Merges into a shown neighbour beyond the first m, mapped to the Write candidate.
+    #: teacher Merges into a shown neighbour beyond the first m, mapped to a Write candidate.
     merge_beyond_m_as_write: int = 0
 
 
@@ -82,23 +76,6 @@ def gate_text(obs: Observation) -> str:
     if obs.neighbours:
         parts.append("shown entries: " + " || ".join(n.text for n in obs.neighbours))
     return " | ".join(parts)
-
-
-def gate_candidates(obs: Observation, merge_candidates: int) -> tuple[Candidate, ...]:
-    """The candidates at ``obs`` in their fixed order: Noop, Write, Merge × min(m, shown)."""
-    turn = obs.turn.render
-    out = [
-        Candidate(Action.noop(), f"noop: keep nothing of this turn in the {obs.layer} layer"),
-        Candidate(Action("write", turn, ""), f"write: this turn as a new {obs.layer} entry"),
-    ]
-    for j, n in enumerate(obs.neighbours[:merge_candidates]):
-        out.append(
-            Candidate(
-                Action("merge", turn, entry_id=n.entry_id),
-                f"merge: this turn into shown entry {j + 1}: {n.text}",
-            )
-        )
-    return tuple(out)
 
 
 @contextmanager
@@ -180,18 +157,24 @@ class ScoringPolicy(nn.Module):
             raise ValueError(f"{where}: unknown action kind {action.kind!r}")
         if validate_operation(json.loads(format_operation(action)), obs) is None:
             raise ValueError(f"{where}: the action is invalid at this gate: {format_operation(action)}")
+        notes = [n.text for n in obs.notes]
+        first_write = WRITE + 1 if notes else WRITE  # the first note's Write, else the turn's
         if action.kind == "noop":
             choice = NOOP
         elif action.kind == "write":
-            choice = WRITE
-            if action.content != obs.turn.render:
+            if action.content in notes:
+                choice = WRITE + 1 + notes.index(action.content)
+            elif action.content == obs.turn.render:
+                choice = WRITE
+            else:
+                choice = first_write
                 self.counts.write_content_replaced += 1
         else:
             j = [n.entry_id for n in obs.neighbours].index(action.entry_id)
             if j < self.cfg.merge_candidates:
-                choice = FIRST_MERGE + j
+                choice = WRITE + 1 + len(notes) + j
             else:
-                choice = WRITE
+                choice = first_write
                 self.counts.merge_beyond_m_as_write += 1
         prompt = gate_text(obs)
         texts = tuple(c.text for c in self.candidates(obs))

@@ -12,6 +12,7 @@ from memprm.env.exam import ReaderCache
 from memprm.env.memory_env import MemoryEnv
 from memprm.llm.client import LLMClient, LLMConfig
 from memprm.llm.judge import build_judge
+from memprm.llm.notes import CachedNotes, LLMNoteWriter, NoteWriterConfig, OracleNoteWriter, RuleNoteWriter
 from memprm.llm.probes import FactProbeGenerator, LLMProbeGenerator
 from memprm.llm.reader import ExtractiveReader, LLMReader
 from memprm.llm.teacher import HeuristicTeacher, LLMTeacher
@@ -41,6 +42,7 @@ class LLMRoles:
     judge: LLMConfig | None = None
     probes: LLMConfig | None = None
     teacher: LLMConfig | None = None
+    notes: LLMConfig | None = None
 
 
 @dataclass
@@ -86,4 +88,14 @@ def build_stack(cfg, stopwatch=None) -> Stack:
         if cfg.teacher.kind == "heuristic"
         else LLMTeacher(_client(cfg.llm, "teacher"))
     )
-    return Stack(emb, retriever, MemoryEnv(cfg.env, retriever, reader, judge, probes), teacher, stopwatch)
+    env = MemoryEnv(cfg.env, retriever, reader, judge, probes, build_note_writer(cfg.notes, cfg.llm))
+    return Stack(emb, retriever, env, teacher, stopwatch)
+
+
+def build_note_writer(cfg: NoteWriterConfig, llm: LLMRoles) -> CachedNotes:
+    """The note writer of ``notes.kind`` (``rules`` / ``llm`` / ``oracle``), memoized per turn."""
+    if cfg.kind == "rules":
+        return CachedNotes(RuleNoteWriter())
+    if cfg.kind == "oracle":
+        return CachedNotes(OracleNoteWriter())
+    return CachedNotes(LLMNoteWriter(_client(llm, "notes")))

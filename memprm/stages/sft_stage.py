@@ -18,6 +18,7 @@ from memprm.data.records import Dialogue
 from memprm.env.gates import Action, Observation
 from memprm.env.memory_env import session_timestamp
 from memprm.env.trajectories import DialogueTrajectory
+from memprm.llm.notes import NoteWriter, RuleNoteWriter, notes_for
 from memprm.models.policy_api import GateSample
 
 
@@ -44,11 +45,16 @@ class SFTConfig:
             raise ValueError(f"sft.balance must be in [0, 1], got {self.balance}")
 
 
-def observation_from_decision(dialogue: Dialogue, window: int, d: TeacherDecision) -> Observation:
+def observation_from_decision(
+    dialogue: Dialogue, window: int, d: TeacherDecision, notes: NoteWriter | None = None
+) -> Observation:
+    """The observation the teacher saw; its notes are rewritten by ``notes`` (the environment's note writer,
+    default the offline rule writer), which is deterministic or cached, so they equal the rollout's."""
     turn = dialogue.turn_index()[d.turn_id]
     session = next(s for s in dialogue.sessions if s.index == turn.session_index)
-    return Observation(dialogue.id, window, turn, session_timestamp(session), d.layer, d.context_turns,
-                       d.neighbours)  # fmt: skip
+    ts = session_timestamp(session)
+    offered = notes_for(notes if notes is not None else RuleNoteWriter(), turn, ts, d.layer)
+    return Observation(dialogue.id, window, turn, ts, d.layer, d.context_turns, d.neighbours, offered)
 
 
 def action_of(d: TeacherDecision) -> Action:
@@ -60,12 +66,12 @@ def action_of(d: TeacherDecision) -> Action:
 
 
 def sft_samples(
-    policy, trajs: Sequence[DialogueTrajectory], dialogues: Sequence[Dialogue]
+    policy, trajs: Sequence[DialogueTrajectory], dialogues: Sequence[Dialogue], notes: NoteWriter | None = None
 ) -> list[GateSample]:
-    return [s for s, _ in samples_and_kinds(policy, trajs, dialogues)]
+    return [s for s, _ in samples_and_kinds(policy, trajs, dialogues, notes)]
 
 
-def samples_and_kinds(policy, trajs, dialogues) -> list[tuple[GateSample, str]]:
+def samples_and_kinds(policy, trajs, dialogues, notes: NoteWriter | None = None) -> list[tuple[GateSample, str]]:
     """(the policy's sample, the teacher action's kind) for every teacher gate decision, in log order."""
     by_id = {d.id: d for d in dialogues}
     out = []
@@ -75,20 +81,22 @@ def samples_and_kinds(policy, trajs, dialogues) -> list[tuple[GateSample, str]]:
         d = by_id[t.dialogue_id]
         for w in t.windows:
             out.extend(
-                (policy.sample_for(observation_from_decision(d, w.window, x), action_of(x)), x.kind)
+                (policy.sample_for(observation_from_decision(d, w.window, x, notes), action_of(x)), x.kind)
                 for x in w.decisions
             )
     return out
 
 
-def run_sft_stage(policy, trajs, dialogues, cfg: SFTConfig, run_dir: Path, seed: int) -> list[float]:
+def run_sft_stage(
+    policy, trajs, dialogues, cfg: SFTConfig, run_dir: Path, seed: int, notes: NoteWriter | None = None
+) -> list[float]:
     from torch.utils.tensorboard import SummaryWriter
 
     from memprm.models.sft import balance_weights, sft_train
 
     if cfg.steps == 0:
         return []
-    pairs = samples_and_kinds(policy, trajs, dialogues)
+    pairs = samples_and_kinds(policy, trajs, dialogues, notes)
     if not pairs:
         raise ValueError("SFT: the teacher trajectories hold no gate decisions")
     samples, kinds = [s for s, _ in pairs], [k for _, k in pairs]

@@ -30,6 +30,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         ident="the person who works as {a_v}",
         near_miss=("My cousin is thinking about becoming {a_v}.",
                    "I met {a_v} at the bus stop who had the funniest stories."),
+        third_party=("My sister works as {a_v}, she loves it.",
+                     "My cousin just started working as {a_v} and already has stories.",
+                     "My dad was {a_v} for thirty years before he retired."),
         keywords=("job", "living"),
     ),
     Attribute(
@@ -52,6 +55,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         ask_before=("Where did {who} live before moving to {new}?",),
         ident="the person who lives in {v}",
         near_miss=("A friend of mine just got back from {v}.", "Have you ever been to {v}?"),
+        third_party=("My sister just moved to {v}, she says it's gorgeous.",
+                     "My best friend lives in {v} now, I really should visit.",
+                     "My uncle has spent his whole life in {v}."),
         keywords=("city", "live"),
     ),
     Attribute(
@@ -73,6 +79,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         ident="the person whose dog is called {v}",
         near_miss=("Our neighbours have a dog called {v}, so cute.",
                    "There was a dog named {v} on the news, it found its way home."),
+        third_party=("My neighbour's dog is called {v}, he barks at everything.",
+                     "My cousin got a dog and named it {v}.",
+                     "My aunt's dog {v} stole a sandwich right out of my hand."),
         keywords=("dog",),
     ),
     Attribute(
@@ -93,6 +102,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         ask_before=("What was the favourite food of {who} before {new}?",),
         ident="the person whose favourite food is {v}",
         near_miss=("A new {v} place opened near the station.",),
+        third_party=("My flatmate's favourite food is {v}, she eats it all the time.",
+                     "My dad makes the best {v}, honestly.",
+                     "My sister is obsessed with {v} lately."),
         keywords=("food",),
     ),
     Attribute(
@@ -115,6 +127,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         ident="the person who is dating {v}",
         near_miss=("I bumped into {v} from school at the supermarket.",
                    "Do you remember {v}, the one who organised the quiz?"),
+        third_party=("My sister is dating someone called {v} now, they seem great.",
+                     "My best friend just got engaged to {v}!",
+                     "My cousin's partner {v} is really funny."),
         keywords=("dating", "partner"),
     ),
     Attribute(
@@ -135,6 +150,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         ask_before=("What car did {who} drive before the {new}?",),
         ident="the person who drives {a_v}",
         near_miss=("My uncle keeps talking about buying {a_v}.",),
+        third_party=("My dad just bought {a_v}, he's so proud of it.",
+                     "My sister drives {a_v} and won't stop talking about it.",
+                     "My neighbour finally got {a_v}, he washes it every weekend."),
         keywords=("car", "drive"),
     ),
     Attribute(
@@ -154,6 +172,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         ask_before=("What instrument did {who} play before the {new}?",),
         ident="the person who plays the {v}",
         near_miss=("There was a street musician playing the {v} outside the station.",),
+        third_party=("My nephew is learning the {v}, it's adorable.",
+                     "My flatmate plays the {v} at all hours.",
+                     "My aunt has played the {v} in an orchestra for decades."),
         keywords=("instrument",),
     ),
     Attribute(
@@ -172,6 +193,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         ask_before=("What was the go-to drink of {who} before {new}?",),
         ident="the person whose go-to drink is {v}",
         near_miss=("The café downstairs started selling {v}.",),
+        third_party=("My mum has {a_v} every single afternoon, it's her go-to drink.",
+                     "My sister swears by {v}, she has one every afternoon.",
+                     "My flatmate's go-to drink is {v}, the fridge is full of it."),
         keywords=("drink",),
     ),
     Attribute(
@@ -191,6 +215,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         ask_before=("What book was {who} reading before {new}?",),
         ident="the person who is reading {v}",
         near_miss=("Everyone at the library seems to be borrowing {v}.",),
+        third_party=("My mum is reading {v} and keeps quoting it at me.",
+                     "My cousin can't stop talking about {v}, her favourite book.",
+                     "My best friend is reading {v} for her book club."),
         keywords=("book",),
     ),
     Attribute(
@@ -210,6 +237,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         ask_before=("Which language was {who} learning before {new}?",),
         ident="the person who is learning {v}",
         near_miss=("My nephew is learning {v} at school.",),
+        third_party=("My sister is learning {v} before her big trip.",
+                     "My uncle speaks {v} fluently, I'm so jealous.",
+                     "My best friend started {v} lessons, the language sounds lovely."),
         keywords=("language",),
     ),
     Attribute(
@@ -229,6 +259,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         ask_before=("Which sport did {who} play before {new}?",),
         ident="the person who plays {v}",
         near_miss=("Did you see the {v} highlights on TV?",),
+        third_party=("My cousin plays {v} for a local team.",
+                     "My nephew is mad about {v}, he trains three times a week.",
+                     "My neighbour coaches {v} at the community club."),
         keywords=("sport",),
     ),
 )  # fmt: skip

@@ -7,53 +7,69 @@ from dataclasses import dataclass, fields
 from memprm.data.synthetic.attributes import ATTRIBUTES
 from memprm.data.synthetic.vocabulary import ACTIVITIES
 
-CATEGORIES = ("single-hop", "multi-hop", "temporal", "knowledge-update", "unanswerable")
+CATEGORIES = ("single-hop", "multi-hop", "temporal", "knowledge-update", "previous-value", "unanswerable")
 
 
 @dataclass(frozen=True)
 class SyntheticConfig:
-    """Sizes and mix of the generated data (defaults: 10 dialogues x 6 sessions x 22 turns, 25 questions)."""
+    """Sizes and mix of the generated data.
+
+    Defaults: 11 dialogues (4 train, 2 dev, 5 test) x 6 sessions of at least 22 turns (sessions whose facts
+    and ``min_filler_exchanges`` distractor exchanges need more grow: ~34 turns on average), 14 profile
+    attributes, 54 questions requested per dialogue (11 multi-hop, 9 each of single-hop, temporal and
+    unanswerable, 8 each of knowledge-update and previous-value): about 269 test and 54 dev-selection
+    questions.
+    """
 
     seed: int = 0
     """Mixed with the dialogue index into each dialogue's own random generator."""
-    n_dialogues: int = 10
+    n_dialogues: int = 11
     """Dialogues ``syn-000`` ... in order; split like LoCoMo: train first, then dev, the rest test."""
     n_train: int = 4
     """How many of the first dialogues are ``train``."""
-    n_dev: int = 1
+    n_dev: int = 2
     """How many dialogues after the train ones are ``dev`` (questions halved into calibration/selection)."""
     sessions_per_dialogue: int = 6
     """Sessions per dialogue, a few days to weeks apart."""
     turns_per_session: int = 22
     """Target session length (the paper's session window is ~22 turns); distractors fill what facts leave.
-    A session whose facts need more turns is made longer and the LoadReport records it."""
+    A session whose facts and ``min_filler_exchanges`` need more turns is made longer (LoadReport repair)."""
     events_per_session: int = 3
     """Dated events told per session, each a different activity of the dialogue."""
-    profile_attributes: int = 8
+    profile_attributes: int = 14
     """(speaker, attribute type) pairs per dialogue, each stated once in the first half of the sessions."""
-    overturn_prob: float = 0.5
+    overturn_prob: float = 0.7
     """Probability that a stated attribute is overturned in a later session; after an overturn, the
     probability of one more (up to ``max_overturns``)."""
     max_overturns: int = 2
     """Most overturns per attribute (a version chain has at most ``1 + max_overturns`` values)."""
     restate_prob: float = 0.3
     """Probability that an attribute's current value is mentioned again, unchanged, in a later session."""
-    topical_distractor_frac: float = 0.4
-    """Fraction of filler exchanges that are topical distractors (a dialogue topic or an unheld value)
-    rather than plain small talk."""
+    min_filler_exchanges: int = 4
+    """Fewest two-turn distractor exchanges per session besides the greeting and closing, however many facts
+    the session tells: a session whose facts leave less room grows (and the LoadReport says by how much)."""
+    near_miss_frac: float = 0.4
+    """Fraction of filler exchanges that are near misses of an attribute type the dialogue uses, with a value
+    no speaker ever holds: half a third party's statement ("My sister works as a chef, she loves it."), half
+    a passing mention ("Have you ever been to Oslo?"). These compete with the real facts in retrieval."""
+    topical_distractor_frac: float = 0.2
+    """Fraction of filler exchanges that mention a topic of the dialogue's events ("Do you think pottery is
+    overrated?"); the rest (``1 - near_miss_frac - topical_distractor_frac``) are plain small talk."""
     min_gap_days: int = 3
     """Fewest days between consecutive sessions."""
     max_gap_days: int = 21
     """Most days between consecutive sessions."""
-    n_single_hop: int = 8
+    n_single_hop: int = 9
     """Requested single-hop questions per dialogue (fewer if too few candidates; reported)."""
-    n_multi_hop: int = 5
+    n_multi_hop: int = 11
     """Requested multi-hop questions per dialogue."""
-    n_temporal: int = 6
+    n_temporal: int = 9
     """Requested temporal questions per dialogue."""
-    n_knowledge_update: int = 3
+    n_knowledge_update: int = 8
     """Requested knowledge-update questions per dialogue."""
-    n_unanswerable: int = 3
+    n_previous_value: int = 8
+    """Requested previous-value questions per dialogue."""
+    n_unanswerable: int = 9
     """Requested unanswerable questions per dialogue."""
 
     def __post_init__(self) -> None:
@@ -65,18 +81,23 @@ class SyntheticConfig:
                 raise ValueError(f"SyntheticConfig.{f.name} must be an integer, got {value!r}")
         positive = ("n_dialogues", "sessions_per_dialogue", "min_gap_days")
         non_negative = ("n_train", "n_dev", "events_per_session", "profile_attributes", "max_overturns",
-                        *(f"n_{c.replace('-', '_')}" for c in CATEGORIES))  # fmt: skip
+                        "min_filler_exchanges", *(f"n_{c.replace('-', '_')}" for c in CATEGORIES))  # fmt: skip
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"SyntheticConfig.{name} must be >= 1, got {getattr(self, name)}")
         for name in non_negative:
             if getattr(self, name) < 0:
                 raise ValueError(f"SyntheticConfig.{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("overturn_prob", "restate_prob", "topical_distractor_frac"):
+        for name in ("overturn_prob", "restate_prob", "near_miss_frac", "topical_distractor_frac"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(
                     f"SyntheticConfig.{name} must be a probability in [0, 1], got {getattr(self, name)}"
                 )
+        if self.near_miss_frac + self.topical_distractor_frac > 1.0:
+            raise ValueError(
+                f"SyntheticConfig: near_miss_frac ({self.near_miss_frac}) + topical_distractor_frac "
+                f"({self.topical_distractor_frac}) exceeds 1"
+            )
         if self.n_train + self.n_dev > self.n_dialogues:
             raise ValueError(
                 f"SyntheticConfig: n_train ({self.n_train}) + n_dev ({self.n_dev}) exceeds "

@@ -20,6 +20,10 @@ from memprm.data.synthetic.vocabulary import PEOPLE
 SOURCE = "synthetic"
 _FIRST_DAY = date(2022, 1, 1)  # dialogues start on a day drawn from the two years from here
 _START_SPAN_DAYS = 730
+#: LoadReport repair kinds: one entry per session longer than ``turns_per_session`` (its facts and the
+#: ``min_filler_exchanges`` distractor exchanges did not fit), and one summary entry for the whole run.
+GROWN = "sessions grown beyond turns_per_session"
+GROWN_TOTAL = "turns added beyond turns_per_session (all dialogues)"
 
 
 @dataclass(frozen=True)
@@ -53,14 +57,14 @@ def _generate(cfg: SyntheticConfig, index: int) -> tuple[Dialogue, list[_Note]]:
     notes: list[_Note] = []
     sessions, turn_of = [], {}
     for s, d in enumerate(days, start=1):
-        lines, over = renderer.session(s, d)
-        if over:
-            notes.append(_Note(False, "session longer than turns_per_session to fit its facts",
-                               f"{did} session {s}: {len(lines)} turns"))  # fmt: skip
+        lines = renderer.session(s, d)
+        if len(lines) > cfg.turns_per_session:
+            notes.append(_Note(False, GROWN, f"{did} session {s}: {len(lines)} turns "
+                                             f"(+{len(lines) - cfg.turns_per_session})"))  # fmt: skip
         turns = []
         for t, line in enumerate(lines, start=1):
             tid, speaker = f"D{s}:{t}", people[line.speaker].name
-            facts = (Fact(line.fact, tid, speaker),) if line.serial is not None else ()
+            facts = (Fact(line.fact, tid, speaker, line.key, line.value),) if line.serial is not None else ()
             if line.serial is not None:
                 turn_of[line.serial] = tid
             turns.append(Turn(tid, speaker, line.text, s, facts=facts))
@@ -124,6 +128,13 @@ def generate_synthetic(cfg: SyntheticConfig) -> DataSplits:
         dialogues.append(dialogue)
         for note in notes:
             (report.skip if note.skip else report.repair)(note.kind, note.example)
+    lengths = [len(s.turns) for d in dialogues for s in d.sessions]
+    extra = sum(n - cfg.turns_per_session for n in lengths)  # sessions are never shorter than the target
+    if extra:
+        grown = sum(n > cfg.turns_per_session for n in lengths)
+        report.repair(GROWN_TOTAL, f"+{extra} turns ({100 * extra / (cfg.turns_per_session * len(lengths)):.0f}%) "
+                                   f"in {grown} of {len(lengths)} sessions; mean {sum(lengths) / len(lengths):.1f}, "
+                                   f"max {max(lengths)} turns per session vs {cfg.turns_per_session}")  # fmt: skip
     train = tuple(dialogues[: cfg.n_train])
     dev = tuple(dialogues[cfg.n_train : cfg.n_train + cfg.n_dev])
     halves = [split_questions(d) for d in dev]

@@ -101,6 +101,12 @@ NEAR_MISS_REPLIES = (
     "Huh, I had no idea.",
     "Nice, that's fun to hear.",
 )
+THIRD_PARTY_REPLIES = (
+    "Oh, good for them!",
+    "Ha, say hi from me.",
+    "That's nice to hear.",
+    "Ha, classic.",
+)
 CLOSINGS = (
     ("I should get going, talk soon!", "Bye {other}, take care!"),
     ("Okay, I have to run. Great catching up!", "Same here, see you {other}!"),

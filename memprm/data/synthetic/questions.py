@@ -71,8 +71,8 @@ def draft_questions(
     def holder_clause(m: Mention) -> str:
         return m.attribute.ident.format(v=m.value, a_v=article(m.value))
 
-    single_attr, single_detail, temporal, updates = [], [], [], []
-    multi_event, multi_attr, multi_before = [], [], []
+    single_attr, single_detail, temporal, updates, multi_event, multi_attr = [], [], [], [], [], []
+    previous: list[list[Draft]] = []
     for chain in chains:
         a, owner, now = chain[0].attribute, chain[0].owner, current(chain)
         name = people[owner].name
@@ -83,15 +83,18 @@ def draft_questions(
             updates.append(
                 Draft("knowledge-update", ask(a.ask_now, name), now.value, tuple(m.serial for m in values))
             )
-            for before, after in zip(values, values[1:], strict=False):
-                text = ask(a.ask_before, name, new=after.value, a_new=article(after.value))
-                multi_before.append(Draft("multi-hop", text, before.value, (before.serial, after.serial)))
+            previous.append([
+                Draft("previous-value", ask(a.ask_before, name, new=after.value, a_new=article(after.value)),
+                      before.value, (before.serial, after.serial))
+                for before, after in zip(values, values[1:], strict=False)
+            ])  # fmt: skip
+        # multi-hop joins only facts told in different sessions: one session window never holds both
         for e in events:
-            if e.owner == owner:
+            if e.owner == owner and e.session != now.session:
                 who = f"the person who {e.activity.past.format(poss=people[owner].poss, d=e.detail)}"
                 multi_event.append(Draft("multi-hop", ask(a.ask, who), now.value, (e.serial, now.serial)))
         for other in chains:
-            if other is not chain and other[0].owner == owner:
+            if other is not chain and other[0].owner == owner and current(other).session != now.session:
                 ident = current(other)
                 text = ask(a.ask, holder_clause(ident))
                 multi_attr.append(Draft("multi-hop", text, now.value, (ident.serial, now.serial)))
@@ -118,8 +121,9 @@ def draft_questions(
             never_activity.append(Draft("unanswerable", text, UNANSWERABLE_ANSWER, (), True))
     return {
         "single-hop": [single_attr, single_detail],
-        "multi-hop": [multi_event, multi_attr, multi_before],
+        "multi-hop": [multi_event, multi_attr],
         "temporal": [temporal],
         "knowledge-update": [updates],
+        "previous-value": previous,  # one group per overturned chain, so picks spread over attributes
         "unanswerable": [never_attr, never_activity],
     }

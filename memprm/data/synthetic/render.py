@@ -19,6 +19,7 @@ from memprm.data.synthetic.lines import (
     PROMPTS,
     REACTIONS,
     SMALL_TALK,
+    THIRD_PARTY_REPLIES,
     TOPICAL,
 )
 from memprm.data.synthetic.plan import (
@@ -41,6 +42,8 @@ class _Line:
     text: str
     serial: int | None = None  # the planned item this line tells, if any
     fact: str = ""
+    key: str = ""  # the fact's attribute key, or "event:<activity>"
+    value: str = ""  # a profile fact's (new) value
 
 
 class Renderer:
@@ -73,7 +76,7 @@ class Renderer:
         answer = resolve_relative_time(e.when, day)
         lead = f"In {answer}" if e.when.week else f"On {answer}"
         fact = f"{lead}, {person.name} {e.activity.past.format(poss=person.poss, d=e.detail)}."
-        return _Line(e.owner, text, e.serial, fact)
+        return _Line(e.owner, text, e.serial, fact, f"event:{e.activity.key}")
 
     def _say_mention(self, m: Mention) -> _Line:
         a, person = m.attribute, self.people[m.owner]
@@ -82,17 +85,25 @@ class Renderer:
         text = self.rng.choice(templates).format(poss="my", **slots)
         fact_template = a.fact_change if m.kind == "change" else a.fact
         fact = fact_template.format(name=person.name, poss=person.poss, **slots)
-        return _Line(m.owner, text, m.serial, fact)
+        return _Line(m.owner, text, m.serial, fact, a.key, m.value)
 
     def _filler(self, first: int, deck: list[tuple[str, str]]) -> list[_Line]:
-        """One two-turn distractor exchange started by ``first``; it leaves the last speaker unchanged."""
-        rng = self.rng
-        if rng.random() < self.cfg.topical_distractor_frac and (self.topics or self.near_miss):
-            if self.near_miss and (not self.topics or rng.random() < 0.5):
-                attribute, values = rng.choice(self.near_miss)
-                v = rng.choice(values)
-                opener = rng.choice(attribute.near_miss).format(v=v, a_v=article(v))
-                return [_Line(first, opener), _Line(1 - first, rng.choice(NEAR_MISS_REPLIES))]
+        """One two-turn distractor exchange started by ``first``; it leaves the last speaker unchanged.
+
+        A near miss (``near_miss_frac``: a third party's statement or a passing mention of a value nobody
+        holds, of a type the dialogue uses), a topical remark (``topical_distractor_frac``) or small talk.
+        """
+        rng, cfg = self.rng, self.cfg
+        r = rng.random()
+        if r < cfg.near_miss_frac and self.near_miss:
+            attribute, values = rng.choice(self.near_miss)
+            v = rng.choice(values)
+            if attribute.third_party and rng.random() < 0.5:
+                opener = rng.choice(attribute.third_party).format(v=v, a_v=article(v))
+                return [_Line(first, opener), _Line(1 - first, rng.choice(THIRD_PARTY_REPLIES))]
+            opener = rng.choice(attribute.near_miss).format(v=v, a_v=article(v))
+            return [_Line(first, opener), _Line(1 - first, rng.choice(NEAR_MISS_REPLIES))]
+        if r < cfg.near_miss_frac + cfg.topical_distractor_frac and self.topics:
             a, b = rng.choice(TOPICAL)
             topic = rng.choice(self.topics)
             return [_Line(first, a.format(topic=topic)), _Line(1 - first, b)]
@@ -101,8 +112,9 @@ class Renderer:
         a, b = deck.pop()
         return [_Line(first, a), _Line(1 - first, b)]
 
-    def session(self, index: int, day: date) -> tuple[list[_Line], int]:
-        """Lines of session ``index`` and how many turns its facts needed beyond the target (0 if none)."""
+    def session(self, index: int, day: date) -> list[_Line]:
+        """Lines of session ``index``: at least ``turns_per_session``, more when its facts and the
+        ``min_filler_exchanges`` distractor exchanges need more."""
         rng, cfg = self.rng, self.cfg
         items: list[Event | Mention] = [e for e in self.events if e.session == index]
         items += [m for chain in self.chains for m in chain if m.session == index]
@@ -127,17 +139,17 @@ class Renderer:
             last = 1 - owner
             segments.append(seg)
             lasts.append(last)
-        free = cfg.turns_per_session - 4 - sum(len(s) for s in segments)
+        free = max(cfg.turns_per_session - 4 - sum(len(s) for s in segments), 2 * cfg.min_filler_exchanges)
         gaps: list[list[_Line]] = [[] for _ in lasts]
         deck: list[tuple[str, str]] = []
-        for _ in range(max(free, 0) // 2):
+        for _ in range(free // 2):
             g = rng.randint(0, len(segments))
             gaps[g] += self._filler(1 - lasts[g], deck)
         a, b = rng.choice(CLOSINGS)
         closing = [_Line(1 - last, a.format(other=names[last])), _Line(last, b.format(other=names[1 - last]))]
-        if free > 0 and free % 2:
+        if free % 2:
             closing.append(_Line(1 - last, rng.choice(CLOSING_TAILS)))
         lines = opening + gaps[0]
         for seg, gap in zip(segments, gaps[1:], strict=True):
             lines += seg + gap
-        return lines + closing, max(-free, 0)
+        return lines + closing

@@ -13,7 +13,9 @@ Only data lives here; the generator decides what to say when. Conventions shared
   written (case included).
 - Distractor texts (greetings, prompts, reactions, small talk) contain no relative time expression of
   ``RELATIVE_TIMES`` and none of the attributes' ``keywords``, so a type never stated in a dialogue really
-  is never mentioned there and the only relative time expressions are those of event turns.
+  is never mentioned there and the only relative time expressions are those of event turns. An attribute's
+  ``near_miss`` and ``third_party`` distractors are only said in dialogues that state that attribute type,
+  contain no relative time expression either, and third-party ones no keyword of another type or activity.
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ class Attribute:
     ask_before: tuple[str, ...]  # question about the value before {new}
     ident: str  # noun phrase naming the holder of the current value {v}
     near_miss: tuple[str, ...]  # distractor that mentions a value nobody in the dialogue holds
+    #: Distractors in which the speaker tells the same attribute of a relative, friend or neighbour ("My
+    #: sister works as {a_v}"), always with a value no speaker of the dialogue ever holds; they contain no
+    #: keyword of another attribute type or of an activity.
+    third_party: tuple[str, ...]
     #: Every ``ask`` template contains one of these words; unanswerable questions are only asked about a type
     #: whose keywords and values appear nowhere in the dialogue.
     keywords: tuple[str, ...]

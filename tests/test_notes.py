@@ -1,0 +1,134 @@
+"""Note writers, the chain-aware reader's two-fact join, abstention calibration and the fixed managers."""
+
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+from memprm.data.records import Fact, Question, Turn
+from memprm.env.calibration import NEVER, choose_threshold
+from memprm.llm.notes import LLMNoteWriter, Note, OracleNoteWriter, RuleNoteWriter, resolve_first_person
+from memprm.llm.reader import ExtractiveReader, ReaderConfig, names_in
+from memprm.memory import HashingEmbedder
+from memprm.memory.bank import MemoryBank
+from memprm.memory.retriever import Retriever
+
+SAID = datetime(2023, 5, 8, 14, 0)
+
+
+def notes(text, speaker="Ana"):
+    return RuleNoteWriter().notes(Turn("D1:1", speaker, text, 1), SAID)
+
+
+# ------------------------------------------------------------------------------------------------ rule writer
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Guess what? I ran a half marathon yesterday!", [Note("event", "ran", "On 7 May 2023, Ana ran a half marathon.")]),
+        ("So last week I built a birdhouse, and it was exhausting but worth it.",
+         [Note("event", "built", "In the week before 8 May 2023, Ana built a birdhouse.")]),
+        ("I work as a nurse, and I honestly love it.", [Note("profile", "job", "Ana's job: nurse (as of 8 May 2023)")]),
+        ("I quit being a nurse, and now I work as a teacher!",
+         [Note("profile", "job", "Ana's job: teacher (as of 8 May 2023)")]),  # the new value wins
+        ("I used to love sushi, but now ramen is my favourite food.",
+         [Note("profile", "food", "Ana's favourite food: ramen (as of 8 May 2023)")]),
+        ("I moved to Lisbon! I finally left Denver.", [Note("profile", "city", "Ana's home city: Lisbon (as of 8 May 2023)")]),
+    ],
+)  # fmt: skip
+def test_rule_writer_distills_facts(text, expected):
+    assert list(notes(text)) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hey Bo! How's it going?",  # greeting / question
+        "Wow, that sounds amazing!",  # reaction
+        "That's so cool, I'm a bit jealous.",  # first person, but chatter only
+        "My sister works as a chef, she loves it.",  # a third party's attribute, not the speaker's
+        "A friend of mine just got back from Osaka.",
+        "Have you ever been to Oslo?",
+    ],
+)
+def test_rule_writer_drops_small_talk_and_third_parties(text):
+    assert notes(text) == ()
+
+
+def test_first_person_resolution_and_no_copy_of_the_turn():
+    assert resolve_first_person("I'm sure my dog likes me", "Ana") == "Ana is sure Ana's dog likes Ana"
+    turn = "I adopted a kitten named Mochi two days ago, I'd totally do it again."
+    (note,) = notes(turn)
+    assert note.text == "On 6 May 2023, Ana adopted a kitten named Mochi." and note.text != f"Ana: {turn}"
+
+
+def test_oracle_writer_uses_annotations():
+    t = Turn("D1:1", "Ana", "raw", 1, facts=(Fact("Ana works as a nurse.", "D1:1", "Ana", "job", "nurse"),
+                                           Fact("On 7 May 2023, Ana ran.", "D1:1", "Ana", "event:marathon")))  # fmt: skip
+    assert OracleNoteWriter().notes(t, SAID) == (
+        Note("profile", "job", "Ana's job: nurse (as of 8 May 2023)"),
+        Note("event", "marathon", "On 7 May 2023, Ana ran."),
+    )
+
+
+def test_llm_writer_parses_and_counts_failures():
+    from fakes import FakeClient
+
+    from memprm.llm.client import Failure
+
+    ok = {"notes": [{"layer": "profile", "key": "job", "text": "Ana's job: nurse"}]}
+    writer = LLMNoteWriter(FakeClient([ok, Failure("down", None, "transport")]))
+    t = Turn("D1:1", "Ana", "I work as a nurse", 1)
+    assert writer.notes(t, SAID) == (Note("profile", "job", "Ana's job: nurse"),)
+    assert writer.notes(t, SAID) == () and writer.failed == 1
+
+
+# ------------------------------------------------------------------------------------------------ reader
+def q(text):
+    return Question("q1", text, "", "multi-hop")
+
+
+def test_reader_joins_two_facts_through_a_shared_name():
+    emb = HashingEmbedder(dim=1024)
+    bank = MemoryBank()
+    a = bank.write("event", "On 7 May 2023, Mei organised a charity bake sale.", timestamp="2023-05-08").entry_id
+    b = bank.write("profile", "Mei's partner: Quinn (as of 1 May 2023)", timestamp="2023-05-01").entry_id
+    bank.merge(b, "Mei's partner: Jamie (as of 8 May 2023)", timestamp="2023-05-08")
+    bank.write("profile", "Kenji's partner: Riley (as of 1 May 2023)", timestamp="2023-05-01")
+    question = "What is the name of the partner of the person who organised a charity bake sale?"
+    reader = ExtractiveReader(emb, ReaderConfig(abstain_threshold=0.0))
+    ans = reader.answer(q(question), Retriever(emb).retrieve(bank, question))
+    assert ans.answer == "Jamie" and ans.cited == (a, b)  # the bridge entry and the joined chain's newest value
+    assert names_in("On 7 May 2023, Mei organised it") == {"Mei"}
+
+
+# ------------------------------------------------------------------------------------------------ calibration
+def test_choose_threshold_by_hand():
+    scores = [0.9, 0.8, 0.3, 0.2]
+    answered = [True, True, False, False]  # the two low-support questions are unanswerable ...
+    abstain = [False, False, True, True]  # ... where abstaining is right
+    assert choose_threshold(scores, answered, abstain) == (0.8, 1.0)  # abstain below 0.8: all four right
+    # abstaining never helps: keep answering (ties go to the lowest threshold, "never")
+    assert choose_threshold([0.5, 0.4], [True, True], [False, False]) == (NEVER, 1.0)
+    assert choose_threshold([], [], []) == (NEVER, 0.0)
+    t, acc = choose_threshold([0.5, 0.5], [True, False], [False, True])  # a tie in scores: one of two either way
+    assert acc == 0.5 and t == NEVER
+
+
+def test_managers_writing_notes_get_more_flips_than_raw_copies():
+    """A copy of a turn duplicates its verbatim entry, so deleting it never flips an answer; notes do."""
+    from tools_loader import load_tool
+
+    from memprm.config import load_config
+    from memprm.data.synthetic import SyntheticConfig, generate_synthetic
+    from memprm.env.managers import write_all_manager
+    from memprm.stages.roles import build_stack
+
+    policy_gap = load_tool("policy_gap")
+    data = generate_synthetic(SyntheticConfig(n_dialogues=3, n_train=1, n_dev=1, sessions_per_dialogue=3))
+    stack = build_stack(load_config(None, []))
+    raw = policy_gap.measure(stack, data["test"], write_all_manager, "raw")
+    noted = policy_gap.measure(stack, data["test"], stack.teacher, "teacher")
+    assert raw["tested"] > 0 and noted["tested"] > 0
+    assert raw["flips"] / raw["tested"] < noted["flips"] / noted["tested"]
+    assert noted["accuracy"] > raw["accuracy"]
+    assert np.isclose(raw["versions_per_entry"], 1.0)

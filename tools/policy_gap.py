@@ -1,0 +1,158 @@
+"""How far apart can memory managers be on this testbed? Fixed managers, one split, exam + audit each.
+
+    python tools/policy_gap.py [--config FILE] [--split test] [--json OUT] [key.sub=value ...]
+
+Managers (:mod:`memprm.env.managers`): Noop-only (the verbatim layer alone), Write-all (every turn copied),
+random (3 seeds, uniform over the scoring policy's candidates), the heuristic teacher (rule notes), and the
+oracle (the data's fact annotations as notes, updates merged into their chain; synthetic facts or LoCoMo's
+``observation`` lists). Each builds every dialogue's bank from empty over all its sessions; then every
+question of the dialogue is answered from the final bank (the test protocol of ``fit``) and audited
+(deletion tests on the managed entries cited on correct answers, Eq. 6's flips).
+
+Printed per manager: accuracy (overall and per category), deletion flips / entries tested, managed entries
+and versions per entry per dialogue, mean reader context tokens. Then the *group tie rate*: the share of
+G = 4 groups (one per dialogue window, as GRPO rolls them out) whose exam accuracy R ties across the 4 forks
+when each fork is the teacher with ε = 0.3 of its actions replaced by random candidates.
+
+The reader's abstention threshold is calibrated on the dev calibration half first (the run's protocol; the
+value is printed). ``--json OUT`` writes ``{"managers": {name: {"accuracy", "flips", "tested", ...}},
+"tie_rate": float, ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from memprm.config import load_config  # noqa: E402
+from memprm.credit import CreditConfig  # noqa: E402
+from memprm.data.source import load_source  # noqa: E402
+from memprm.env.audit import audit_exam  # noqa: E402
+from memprm.env.exam import Quiz, QuizItem, run_exam  # noqa: E402
+from memprm.env.managers import (  # noqa: E402
+    NoisyManager,
+    OracleManager,
+    RandomManager,
+    noop_manager,
+    write_all_manager,
+)
+from memprm.env.rollout import GroupRunner, RolloutConfig  # noqa: E402
+from memprm.fit import calibrate_reader  # noqa: E402
+from memprm.memory.bank import MANAGED_LAYERS, MemoryBank  # noqa: E402
+from memprm.stages.roles import build_stack  # noqa: E402
+
+
+def measure(stack, dialogues, manager, name: str) -> dict:
+    """Accuracy, audit counts and bank size of ``manager`` on ``dialogues`` (module docstring)."""
+    by_cat: dict[str, list[bool]] = defaultdict(list)
+    flips = tested = 0
+    tokens, sizes = [], []
+    for d in tqdm(dialogues, desc=name, unit="dialogue", leave=False):
+        bank, cache = MemoryBank(), stack.cache()
+        for s in d.sessions:
+            stack.env.play_window(d, s.index, bank, manager)
+        quiz = Quiz(tuple(QuizItem(q, 1.0, "official") for q in d.questions))
+        exam = run_exam(bank, quiz, stack.env.reader, stack.env.judge, stack.retriever, cache)
+        audit = audit_exam(bank, exam, stack.env.reader, stack.env.judge, stack.retriever, cache)
+        for r in exam.results:
+            by_cat[r.item.question.category].append(r.correct)
+        tokens += [r.answer.context_tokens for r in exam.results]
+        tested_entries = {r.entry_id for r in audit.records if r.flips is not None}
+        flipped = {r.entry_id for r in audit.records if r.flips}
+        tested += len(tested_entries)
+        flips += len(flipped)
+        sizes.append(bank.stats(MANAGED_LAYERS))
+    flat = [c for v in by_cat.values() for c in v]
+    return {
+        "accuracy": float(np.mean(flat)) if flat else 0.0,
+        "n_questions": len(flat),
+        "by_category": {k: float(np.mean(v)) for k, v in sorted(by_cat.items())},
+        "flips": flips,
+        "tested": tested,
+        "entries": float(np.mean([s["entries"] for s in sizes])) if sizes else 0.0,
+        "versions_per_entry": float(np.mean([s["versions_per_entry"] for s in sizes])) if sizes else 0.0,
+        "context_tokens": float(np.mean(tokens)) if tokens else 0.0,
+    }
+
+
+def tie_rate(stack, dialogues, group: int, epsilon: float, seed: int = 0) -> tuple[float, int]:
+    """(share of tied groups, groups) over every window of ``dialogues`` (module docstring)."""
+    rng = np.random.default_rng(seed)
+    runner = GroupRunner(stack.env, CreditConfig(), RolloutConfig(group_size=group))
+    policy = NoisyManager(stack.teacher, epsilon, seed)
+    ties = total = 0
+    for d in tqdm(dialogues, desc="groups", unit="dialogue", leave=False):
+        mainline, reference = MemoryBank(), MemoryBank()
+        for s in d.sessions:
+            batch, mainline = runner.run_group(d, s.index, mainline, reference, policy, rng)
+            if batch.quiz_size == 0:
+                continue
+            r = [ro.task for ro in batch.rollouts]
+            ties += int(max(r) - min(r) < 1e-12)
+            total += 1
+    return (ties / total if total else float("nan")), total
+
+
+def format_table(results: dict[str, dict]) -> str:
+    cats = sorted({c for r in results.values() for c in r["by_category"]})
+    head = ["manager", "accuracy", *cats, "flips / tested", "entries", "versions/entry", "context tokens"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, r in results.items():
+        row = [name, f"{100 * r['accuracy']:.1f}"]
+        row += [f"{100 * r['by_category'][c]:.1f}" if c in r["by_category"] else "–" for c in cats]
+        share = f" ({100 * r['flips'] / r['tested']:.0f}%)" if r["tested"] else ""
+        row += [f"{r['flips']} / {r['tested']}{share}", f"{r['entries']:.1f}", f"{r['versions_per_entry']:.2f}",
+                f"{r['context_tokens']:.0f}"]  # fmt: skip
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", default=None, help="a YAML config (default: the embedded default)")
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--dialogues", type=int, nargs="*", default=None,
+                    help="indices into the split (default: all)")  # fmt: skip
+    ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--group", type=int, default=4)
+    ap.add_argument("--epsilon", type=float, default=0.3)
+    ap.add_argument("--no-oracle", action="store_true", help="skip the oracle (data without fact annotations)")
+    ap.add_argument("overrides", nargs="*", help="dotted config overrides, key.sub=value")
+    args = ap.parse_args(argv)
+    cfg = load_config(args.config, args.overrides)
+    splits = load_source(cfg.data)
+    dialogues = list(splits[args.split])
+    if args.dialogues:
+        dialogues = [dialogues[i] for i in args.dialogues]
+    stack = build_stack(cfg)
+    cal = calibrate_reader(cfg, stack, splits)
+    managers = {"Noop-only": noop_manager, "Write-all (raw turns)": write_all_manager}
+    managers |= {f"random (seed {s})": RandomManager(s, cfg.policy.merge_candidates) for s in range(3)}
+    managers["heuristic teacher"] = stack.teacher
+    if not args.no_oracle:
+        managers["oracle (annotations)"] = OracleManager()
+    results = {name: measure(stack, dialogues, m, name) for name, m in managers.items()}
+    rate, groups = tie_rate(stack, dialogues, args.group, args.epsilon)
+    n_q = sum(len(d.questions) for d in dialogues)
+    print(f"{cfg.data.source} {args.split}: {len(dialogues)} dialogues, {n_q} questions")
+    print(format_table(results))
+    print(f"\ngroup tie rate (G={args.group}, teacher with eps={args.epsilon}): {rate:.3f} over {groups} groups")
+    if cal is not None:
+        print(f"reader abstention threshold (dev calibration): {cal.threshold:.3f}")
+    if args.json:
+        out = {"managers": results, "tie_rate": rate, "groups": groups, "split": args.split,
+               "abstain_threshold": None if cal is None else cal.threshold}  # fmt: skip
+        Path(args.json).write_text(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
