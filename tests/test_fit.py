@@ -64,13 +64,13 @@ def test_fit_runs_every_stage_then_reuses_stage_one(tmp_path):
 
     # a second arm of the same seed: stage one reused, the baselines not re-tested
     arm = load_config(None, [*TINY, f"output_dir={tmp_path}", "fit.run_name=outcome", "arm=outcome_only",
-                             "grpo.advantage_mode=outcome", "rollout.shaping=none",
-                             f"fit.stage_one_dir={run}", "fit.test_baselines=false"])  # fmt: skip
-    # outcome-only on this set: every group's rewards are equal, so no batch makes an optimizer step; the
-    # batch budget (grpo.max_batches = 0 → max_steps = 2 batches) ends the stage instead of rolling out forever
+                             "grpo.advantage_mode=outcome", "rollout.shaping=none", "grpo.max_steps=6",
+                             "grpo.max_batches=2", f"fit.stage_one_dir={run}", "fit.test_baselines=false"])  # fmt: skip
+    # 2 batches x 2 PPO epochs can make at most 4 of the 6 steps: the batch budget ends the stage (and says so)
+    # instead of rolling out forever when groups tie
     with pytest.warns(UserWarning, match="batch budget"):
         res2 = fit(arm)
-    assert (res2.grpo.steps, res2.grpo.batches) == (0, 2)
+    assert res2.grpo.batches == 2 and res2.grpo.steps in (0, 2, 4)
     assert set(res2.test) == {"GRPO (outcome_only)"}
     assert not (tmp_path / "outcome" / "critic").exists() and not (tmp_path / "outcome" / "teacher").exists()
     assert res2.seconds["critic"] < res.seconds["critic"]

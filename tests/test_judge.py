@@ -199,6 +199,8 @@ def test_week_before_form():
     assert not judge.judge(question, "8 May 2023").correct  # not the week
     assert not judge.judge(question, "the week after 8 May 2023").correct
     assert not judge.judge(question, "the week before last").correct  # no day
+    plain = q("8 May 2023", "temporal")
+    assert not judge.judge(plain, "the week before 8 May 2023").correct  # a week is not its end day
 
 
 def test_locomo_keeps_token_f1_for_dates():

@@ -181,10 +181,10 @@ def gold_day(gold: str) -> tuple[Day, bool] | None:
 
 
 def date_score(prediction: str, day: Day, week: bool) -> float:
-    """1.0 iff ``prediction`` mentions at least one day, all equal to ``day`` (and says "week before" when
-    ``week``), else 0.0."""
+    """1.0 iff ``prediction`` mentions at least one day, all equal to ``day``, and says "week before" exactly
+    when ``week`` (a week is not its end day), else 0.0."""
     days = mentioned_days(prediction)
-    right = bool(days) and all(d == day for d in days) and (not week or bool(_WEEK_BEFORE.search(prediction)))
+    right = bool(days) and all(d == day for d in days) and week == bool(_WEEK_BEFORE.search(prediction))
     return 1.0 if right else 0.0
 
 
