@@ -24,15 +24,15 @@ def notes(text, speaker="Ana"):
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("Guess what? I ran a half marathon yesterday!", [Note("event", "ran", "On 7 May 2023, Ana ran a half marathon.")]),
+        ("Guess what? I ran a half marathon yesterday!", [Note("event", "", "On 7 May 2023, Ana ran a half marathon.")]),
         ("So last week I built a birdhouse, and it was exhausting but worth it.",
-         [Note("event", "built", "In the week before 8 May 2023, Ana built a birdhouse.")]),
-        ("I work as a nurse, and I honestly love it.", [Note("profile", "job", "Ana's job: nurse (as of 8 May 2023)")]),
+         [Note("event", "", "In the week before 8 May 2023, Ana built a birdhouse.")]),
+        ("I work as a nurse, and I honestly love it.", [Note("profile", "Ana/job", "Ana's job: nurse (as of 8 May 2023)")]),
         ("I quit being a nurse, and now I work as a teacher!",
-         [Note("profile", "job", "Ana's job: teacher (as of 8 May 2023)")]),  # the new value wins
+         [Note("profile", "Ana/job", "Ana's job: teacher (as of 8 May 2023)")]),  # the new value wins
         ("I used to love sushi, but now ramen is my favourite food.",
-         [Note("profile", "food", "Ana's favourite food: ramen (as of 8 May 2023)")]),
-        ("I moved to Lisbon! I finally left Denver.", [Note("profile", "city", "Ana's home city: Lisbon (as of 8 May 2023)")]),
+         [Note("profile", "Ana/food", "Ana's favourite food: ramen (as of 8 May 2023)")]),
+        ("I moved to Lisbon! I finally left Denver.", [Note("profile", "Ana/city", "Ana's home city: Lisbon (as of 8 May 2023)")]),
     ],
 )  # fmt: skip
 def test_rule_writer_distills_facts(text, expected):
@@ -65,8 +65,8 @@ def test_oracle_writer_uses_annotations():
     t = Turn("D1:1", "Ana", "raw", 1, facts=(Fact("Ana works as a nurse.", "D1:1", "Ana", "job", "nurse"),
                                            Fact("On 7 May 2023, Ana ran.", "D1:1", "Ana", "event:marathon")))  # fmt: skip
     assert OracleNoteWriter().notes(t, SAID) == (
-        Note("profile", "job", "Ana's job: nurse (as of 8 May 2023)"),
-        Note("event", "marathon", "On 7 May 2023, Ana ran."),
+        Note("profile", "Ana/job", "Ana's job: nurse (as of 8 May 2023)"),
+        Note("event", "", "On 7 May 2023, Ana ran."),
     )
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from memprm.env.candidates import gate_candidates
 from memprm.env.gates import Action, Observation
-from memprm.llm.notes import ATTRIBUTE_NAMES, CachedNotes, OracleNoteWriter, notes_for
+from memprm.llm.notes import CachedNotes, OracleNoteWriter, notes_for
 
 
 def noop_manager(obs: Observation) -> Action:
@@ -50,7 +50,7 @@ class OracleManager:
             return Action.noop()
         note = notes[0]
         if note.layer == "profile":
-            prefix = f"{obs.turn.speaker}'s {ATTRIBUTE_NAMES.get(note.key, note.key)}:"
+            prefix = note.text.split(":")[0] + ":"  # "Ana's job:" — the same person's same attribute
             for n in obs.neighbours:
                 if prefix in n.text:
                     return Action("merge", note.text, entry_id=n.entry_id)

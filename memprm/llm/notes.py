@@ -16,14 +16,15 @@ tuples in the order the turn states them; ``layer`` says which gate (event / pro
 3. *Profile facts, current-state form.* A kept clause that matches one of the attribute patterns below
    (first-person constructions such as "I work as a(n) X", "I moved to X", "my dog called X", "X is my
    favourite food") becomes ``"<Speaker>'s <attribute>: <X> (as of <session date>)"`` in the profile layer,
-   key ``<attribute>``. When a clause names an old and a new value ("I quit being a nurse, and now I work
+   key ``<Speaker>/<attribute>``. When a clause names an old and a new value ("I quit being a nurse, and now I work
    as a teacher"), the last match in the turn wins: a change is stated old-then-new.
 4. *Events, dated.* Otherwise a kept clause with a past-tense fact verb or a relative time expression
    becomes an event note: the first relative expression ("yesterday", "last Friday", "two days ago", …;
    :mod:`memprm.llm.relative_time`) is cut out and resolved against the session date, first person is
    resolved to the speaker's name ("I" → "Ana", "my" → "Ana's", "I'm" → "Ana is"), and the date leads:
    ``"On 7 May 2023, Ana ran a half marathon and finished in two hours."`` (``"In the week before …"`` for
-   "last week"). Key: the first fact verb. Consecutive kept event clauses of one sentence stay one note.
+   "last week"). Events have no key (two different events are no copies of each other). Consecutive kept
+   event clauses of one sentence stay one note.
 
 A turn with no kept clause yields no note (``()``): the manager's only sensible action there is Noop. The
 rules are written for conversational English and are a baseline: they miss facts phrased in ways they do
@@ -57,7 +58,7 @@ NOTE_LAYERS = ("event", "profile")
 @dataclass(frozen=True)
 class Note:
     layer: str  # "event" | "profile": the gate this note is written at
-    key: str  # short topic key ("job", "ran")
+    key: str  # profile: "<person>/<attribute>" ("Ana/job"); events: ""
     text: str
 
 
@@ -231,8 +232,9 @@ class RuleNoteWriter:
                 continue
             profile = _profile_value(" , ".join(c for c in _clauses(sentence) if not _about_others(c)))
             if profile is not None:
-                out = [n for n in out if not (n.layer == "profile" and n.key == profile[0])]  # last wins
-                out.append(profile_note(speaker, *profile, said_on))
+                note = profile_note(speaker, *profile, said_on)
+                out = [n for n in out if n.key != note.key]  # the last statement of an attribute wins
+                out.append(note)
                 continue
             event = self._event(kept, speaker, said_on)
             if event is not None:
@@ -256,13 +258,15 @@ class RuleNoteWriter:
         body = re.sub(r"\s+", " ", body).rstrip(" ,.!")
         if not body:
             return None
-        return Note("event", verbs[0] if verbs else "event", f"{lead}{body}.")
+        return Note("event", "", f"{lead}{body}.")
 
 
-def profile_note(speaker: str, key: str, value: str, said_on: datetime | None) -> Note:
-    """The current-state form: ``"Ana's job: nurse (as of 7 May 2023)"``."""
+def profile_note(speaker: str, attribute: str, value: str, said_on: datetime | None) -> Note:
+    """The current-state form ``"Ana's job: nurse (as of 7 May 2023)"``, keyed ``"Ana/job"``: one key per
+    (person, attribute), so a second Write of the same key is a contradictory copy that should have merged."""
     when = f" (as of {format_date(said_on)})" if said_on else ""
-    return Note("profile", key, f"{speaker}'s {ATTRIBUTE_NAMES.get(key, key)}: {value}{when}")
+    text = f"{speaker}'s {ATTRIBUTE_NAMES.get(attribute, attribute)}: {value}{when}"
+    return Note("profile", f"{speaker}/{attribute}", text)
 
 
 class OracleNoteWriter:
@@ -274,7 +278,7 @@ class OracleNoteWriter:
             if f.value and not f.key.startswith("event"):
                 out.append(profile_note(f.speaker or turn.speaker, f.key, f.value, said_on))
             else:
-                out.append(Note("event", f.key.removeprefix("event:") or "event", f.text))
+                out.append(Note("event", "", f.text))
         return tuple(out)
 
 
