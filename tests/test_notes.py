@@ -132,3 +132,15 @@ def test_managers_writing_notes_get_more_flips_than_raw_copies():
     assert raw["flips"] / raw["tested"] < noted["flips"] / noted["tested"]
     assert noted["accuracy"] > raw["accuracy"]
     assert np.isclose(raw["versions_per_entry"], 1.0)
+
+
+def test_earlier_version_walks_back_over_restatements():
+    from memprm.llm.reader import earlier_version
+    from memprm.memory.bank import Version
+
+    chain = [Version(f"Mei's instrument: {v}", None, ("D1:1",), f"op{i}")
+             for i, v in enumerate(["trumpet", "cello", "violin", "violin"])]  # fmt: skip
+    assert earlier_version(chain, "the violin?").content.endswith("cello")  # not the restated violin
+    assert earlier_version(chain, "the cello?").content.endswith("trumpet")
+    assert earlier_version(chain, "the banjo?").content.endswith("violin")  # unnamed: the second-to-last
+    assert earlier_version(chain[:2], "the trumpet?").content.endswith("trumpet")  # nothing before the first

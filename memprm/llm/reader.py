@@ -17,8 +17,8 @@ as its whole version chain (oldest first):
    - *current value* ("now", "current", "still", "these days", "latest", …): the newest version of the best
      chain (a merged chain answers with its last value; a single turn is read as it is);
    - *earlier value* ("before", "previously", "used to", "formerly", …): in the best chain, the version just
-     before the latest one that mentions a word of the question's "before …" part (the value that replaced
-     it), else the chain's second-to-last version; a one-version chain is read as it is;
+     before the one where the value named in the question's "before …" part started (restatements of it are
+     walked back over), else the chain's second-to-last version; a one-version chain is read as it is;
    - *two facts* ("… the person who / whose <clause> …"): the version that best matches the clause names the
      bridge entity (a capitalized name it mentions that the question does not); the question is rewritten
      with the name in place of the clause ("… of the person who ran a marathon?" → "… of Mei?") and the
@@ -95,7 +95,8 @@ _STOP = frozenset(
     "yesterday tonight week weekend month year ago recently lately day days monday tuesday wednesday thursday "
     "friday saturday sunday i'm i've i'd i'll it's that's what's you're we're they're he's she's there's let's "
     "can't don't didn't doesn't isn't wasn't won't couldn't wouldn't haven't guess tell know think say said "
-    "feel felt love loved stop smiling buzzing wow great awesome amazing fun sure guess".split()
+    "feel felt love loved stop smiling buzzing wow great awesome amazing fun sure guess person people name "
+    "kind type".split()
 )
 _COUNT = re.compile(r"\bhow (many|much|old|long)\b|\bwhat (number|age)\b")
 _CUES = frozenset("named called as is are was in at to from for".split())
@@ -218,12 +219,19 @@ def overlaps(question: str, contents: list[str]) -> np.ndarray:
 
 
 def earlier_version(versions, after: str):
-    """The version before the latest one mentioning a content word of ``after`` (step 3), else the
-    second-to-last; ``versions`` has at least two."""
+    """The version before the one where the value named in ``after`` started (step 3): the latest version
+    mentioning a content word of ``after``, walked back over the versions that repeat it (a restatement is
+    no change); else the second-to-last. ``versions`` has at least two."""
     keys = {_key(w) for w in _words(after) if w.lower() not in _STOP}
+
+    def names_it(k: int) -> bool:
+        return bool(keys & {_key(w) for w in _words(versions[k].content)})
+
     for k in range(len(versions) - 1, 0, -1):
-        if keys & {_key(w) for w in _words(versions[k].content)}:
-            return versions[k - 1]
+        if names_it(k):
+            while k > 0 and names_it(k - 1):
+                k -= 1
+            return versions[max(k - 1, 0)]
     return versions[-2]
 
 
