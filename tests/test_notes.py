@@ -144,3 +144,21 @@ def test_earlier_version_walks_back_over_restatements():
     assert earlier_version(chain, "the cello?").content.endswith("trumpet")
     assert earlier_version(chain, "the banjo?").content.endswith("violin")  # unnamed: the second-to-last
     assert earlier_version(chain[:2], "the trumpet?").content.endswith("trumpet")  # nothing before the first
+
+
+def test_policy_gap_tool_writes_its_table_and_json(tmp_path, capsys):
+    import json
+
+    from tools_loader import load_tool
+
+    out = tmp_path / "gap.json"
+    tiny = ["data.synthetic.n_dialogues=3", "data.synthetic.n_train=1", "data.synthetic.n_dev=1",
+            "data.synthetic.sessions_per_dialogue=2", "embedder.kind=hashing", "embedder.dim=256"]  # fmt: skip
+    assert load_tool("policy_gap").main(["--json", str(out), *tiny]) == 0
+    got = json.loads(out.read_text())
+    names = {"Noop-only", "Write-all (raw turns)", "heuristic teacher", "oracle (annotations)"}
+    assert names | {f"random (seed {s})" for s in range(3)} == set(got["managers"])
+    noop = got["managers"]["Noop-only"]
+    assert noop["entries"] == 0 and noop["tested"] == 0 and noop["n_questions"] > 0
+    assert 0.0 <= got["tie_rate"] <= 1.0 and got["groups"] == 2  # one group per window of the test dialogue
+    assert "| heuristic teacher |" in capsys.readouterr().out
