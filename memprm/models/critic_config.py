@@ -20,8 +20,9 @@ class CriticConfig:
     margin: float = 0.1
     #: minimum target gap δ for a pair to enter the rank term (> 0; tier values are ≥ 0.2 apart by default).
     delta: float = 0.2
-    #: AdamW learning rate (LoRA and heads alike).
-    lr: float = 1e-4
+    #: AdamW learning rate (LoRA and heads alike). 3e-4 on the embedded default: at 1e-4 one epoch left the dev
+    #: tier Spearman at 0.22 and every other validity check at chance; at 3e-4 it reads 0.72 after one epoch.
+    lr: float = 3e-4
     #: AdamW decoupled weight decay.
     weight_decay: float = 0.0
     #: tokens per input after truncation (special tokens included).
@@ -30,8 +31,8 @@ class CriticConfig:
     truncation_side: Literal["left", "right"] = "left"
     #: training / validation batch size (the rank term pairs examples within a batch).
     batch_size: int = 32
-    #: epochs over the relabeled teacher examples.
-    max_epochs: int = 1
+    #: epochs over the relabeled teacher examples (~100 s each on the embedded default, 2 CPU cores).
+    max_epochs: int = 2
     #: texts per forward pass when scoring with :class:`FrozenCritic`.
     score_batch_size: int = 64
 
