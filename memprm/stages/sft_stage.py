@@ -33,9 +33,10 @@ class SFTConfig:
     batch_size: int = 32
     #: exponent β of the inverse-frequency weights on the teacher's action kinds (noop / write / merge):
     #: a sample weighs count(kind)^-β (mean 1). 0 = the plain mean, where the teacher's majority Noop
-    #: dominates; 1 = every kind the same total weight (see :mod:`memprm.models.sft`). 0.5 on the embedded
-    #: default: greedy recall on the teacher's train gates noop 91% / write 62% / merge 19%, where 0 Noops
-    #: every gate and 1 writes 70% of the teacher's Noops (experiments/README.md).
+    #: dominates; 1 = every kind the same total weight (see :mod:`memprm.models.sft`). 0.5 was chosen on the
+    #: earlier testbed (turn copies, before notes): greedy recall on the teacher's train gates noop 91% / write
+    #: 62% / merge 19%, where 0 Noops every gate and 1 writes 70% of the teacher's Noops (experiments/README.md);
+    #: not re-measured since managed content became notes.
     balance: float = 0.5
 
     def __post_init__(self) -> None:
