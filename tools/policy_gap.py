@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -35,8 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from memprm.config import load_config  # noqa: E402
 from memprm.credit import CreditConfig  # noqa: E402
 from memprm.data.source import load_source  # noqa: E402
-from memprm.env.audit import audit_exam  # noqa: E402
-from memprm.env.exam import Quiz, QuizItem, run_exam  # noqa: E402
+from memprm.env.evaluate import evaluate_manager  # noqa: E402
 from memprm.env.managers import (  # noqa: E402
     NoisyManager,
     OracleManager,
@@ -46,41 +44,16 @@ from memprm.env.managers import (  # noqa: E402
 )
 from memprm.env.rollout import GroupRunner, RolloutConfig  # noqa: E402
 from memprm.fit import calibrate_reader  # noqa: E402
-from memprm.memory.bank import MANAGED_LAYERS, MemoryBank  # noqa: E402
+from memprm.memory.bank import MemoryBank  # noqa: E402
 from memprm.stages.roles import build_stack  # noqa: E402
 
 
 def measure(stack, dialogues, manager, name: str) -> dict:
     """Accuracy, audit counts and bank size of ``manager`` on ``dialogues`` (module docstring)."""
-    by_cat: dict[str, list[bool]] = defaultdict(list)
-    flips = tested = 0
-    tokens, sizes = [], []
-    for d in tqdm(dialogues, desc=name, unit="dialogue", leave=False):
-        bank, cache = MemoryBank(), stack.cache()
-        for s in d.sessions:
-            stack.env.play_window(d, s.index, bank, manager)
-        quiz = Quiz(tuple(QuizItem(q, 1.0, "official") for q in d.questions))
-        exam = run_exam(bank, quiz, stack.env.reader, stack.env.judge, stack.retriever, cache)
-        audit = audit_exam(bank, exam, stack.env.reader, stack.env.judge, stack.retriever, cache)
-        for r in exam.results:
-            by_cat[r.item.question.category].append(r.correct)
-        tokens += [r.answer.context_tokens for r in exam.results]
-        tested_entries = {r.entry_id for r in audit.records if r.flips is not None}
-        flipped = {r.entry_id for r in audit.records if r.flips}
-        tested += len(tested_entries)
-        flips += len(flipped)
-        sizes.append(bank.stats(MANAGED_LAYERS))
-    flat = [c for v in by_cat.values() for c in v]
-    return {
-        "accuracy": float(np.mean(flat)) if flat else 0.0,
-        "n_questions": len(flat),
-        "by_category": {k: float(np.mean(v)) for k, v in sorted(by_cat.items())},
-        "flips": flips,
-        "tested": tested,
-        "entries": float(np.mean([s["entries"] for s in sizes])) if sizes else 0.0,
-        "versions_per_entry": float(np.mean([s["versions_per_entry"] for s in sizes])) if sizes else 0.0,
-        "context_tokens": float(np.mean(tokens)) if tokens else 0.0,
-    }
+    r = evaluate_manager(stack.env, dialogues, manager, desc=name, audit=True)
+    keys = ("accuracy", "n_questions", "by_category", "flips", "tested", "entries", "versions_per_entry",
+            "context_tokens")  # fmt: skip
+    return {k: getattr(r, k) for k in keys}
 
 
 def tie_rate(stack, dialogues, group: int, epsilon: float, seed: int = 0) -> tuple[float, int]:

@@ -16,29 +16,20 @@ Both raise ``ValueError`` naming the text; loaders turn that into a ``DataFormat
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import date, datetime
 
-_MONTHS = {
-    name: i + 1
-    for i, name in enumerate(
-        (
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        )
-    )
-}
-_MONTHS.update({name[:3]: num for name, num in list(_MONTHS.items())})
-_MONTHS["sept"] = 9
+#: English month names, January first (locale-independent; answers and session headers use them).
+MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+               "October", "November", "December")  # fmt: skip
+#: lower-case month name or abbreviation ("may", "sep", "sept") -> month number.
+MONTH_NUMBERS = {name.lower(): i + 1 for i, name in enumerate(MONTH_NAMES)}
+MONTH_NUMBERS.update({name[:3]: num for name, num in list(MONTH_NUMBERS.items())})
+MONTH_NUMBERS["sept"] = 9
+
+
+def format_date(d: date) -> str:
+    """LoCoMo's answer style, no zero padding: ``7 May 2023``."""
+    return f"{d.day} {MONTH_NAMES[d.month - 1]} {d.year}"
 
 _LOCOMO_RE = re.compile(
     r"\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+)\.?,?\s+(\d{4})\s*",
@@ -53,7 +44,7 @@ def parse_locomo_datetime(text: str) -> datetime:
     if m is None:
         raise ValueError(f"not a LoCoMo date such as '1:56 pm on 8 May, 2023': {text!r}")
     hour12, minute, half, day, month_name, year = m.groups()
-    month = _MONTHS.get(month_name.lower())
+    month = MONTH_NUMBERS.get(month_name.lower())
     if month is None:
         raise ValueError(f"unknown month name {month_name!r} in {text!r}")
     hour = int(hour12)

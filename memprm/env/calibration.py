@@ -20,7 +20,7 @@ from memprm.data.records import Dialogue
 from memprm.llm.roles import ABSTAIN_ANSWER
 from memprm.memory.bank import MemoryBank
 
-NEVER = -1.0  # a threshold no cosine is below: the reader never abstains
+NEVER = -1.0  # a threshold no support is below: the reader never abstains
 
 
 @dataclass(frozen=True)

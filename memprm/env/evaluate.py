@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from tqdm import tqdm
 
 from memprm.data.records import Dialogue
+from memprm.env.audit import audit_exam
 from memprm.env.exam import Quiz, QuizItem, ReaderCache, run_exam
 from memprm.env.memory_env import MemoryEnv, Policy
 from memprm.memory.bank import MANAGED_LAYERS, MemoryBank
@@ -29,6 +30,9 @@ class EvalResult:
     per_dialogue: dict[str, float] = field(default_factory=dict)
     entries: float = 0.0  # managed entries per dialogue, mean
     versions_per_entry: float = 0.0
+    #: with ``audit=True``: entries whose deletion flipped an answer / entries deletion-tested (all dialogues).
+    flips: int = 0
+    tested: int = 0
 
     def as_metrics(self, prefix: str) -> dict[str, float]:
         out = {
@@ -42,17 +46,29 @@ class EvalResult:
 
 
 def evaluate_manager(
-    env: MemoryEnv, dialogues: Sequence[Dialogue], manager: Policy, desc: str = "eval", progress: bool = True
+    env: MemoryEnv,
+    dialogues: Sequence[Dialogue],
+    manager: Policy,
+    desc: str = "eval",
+    progress: bool = True,
+    audit: bool = False,
 ) -> EvalResult:
+    """The protocol of the module docstring; ``audit`` also runs the deletion tests of every final bank's exam
+    (:func:`memprm.env.audit.audit_exam`) and counts flipped / tested entries."""
     cache = ReaderCache(env.reader, env.judge)
     correct: dict[str, list[bool]] = defaultdict(list)
     per_dialogue, tokens, sizes = {}, [], []
+    flips = tested = 0
     for d in tqdm(dialogues, desc=desc, unit="dialogue", disable=not progress):
         bank = MemoryBank()
         for s in d.sessions:
             env.play_window(d, s.index, bank, manager)
         quiz = Quiz(tuple(QuizItem(q, 1.0, "official") for q in d.questions))
         exam = run_exam(bank, quiz, env.reader, env.judge, env.retriever, cache)
+        if audit:
+            records = audit_exam(bank, exam, env.reader, env.judge, env.retriever, cache).records
+            tested += len({r.entry_id for r in records if r.flips is not None})
+            flips += len({r.entry_id for r in records if r.flips})
         for r in exam.results:
             correct[r.item.question.category].append(r.correct)
         per_dialogue[d.id] = exam.accuracy
@@ -68,6 +84,8 @@ def evaluate_manager(
         per_dialogue=per_dialogue,
         entries=sum(s["entries"] for s in sizes) / max(len(sizes), 1),
         versions_per_entry=sum(s["versions_per_entry"] for s in sizes) / max(len(sizes), 1),
+        flips=flips,
+        tested=tested,
     )
 
 

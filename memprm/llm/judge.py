@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from memprm.data.dates import _MONTHS
+from memprm.data.dates import MONTH_NUMBERS
 from memprm.data.records import Question
 from memprm.llm.client import Failure
 from memprm.llm.roles import Judge, Verdict
@@ -139,7 +139,7 @@ def says_unanswerable(prediction: str) -> bool:
 
 
 # --- dates --------------------------------------------------------------------------------------------------
-_MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True))  # longest first: "september" before "sep"
+_MONTH_RE = "|".join(sorted(MONTH_NUMBERS, key=len, reverse=True))  # longest first: "september" before "sep"
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _WEEKDAY_RE = "|".join(_WEEKDAYS + tuple(d[:3] for d in _WEEKDAYS))
 _ORDINAL = r"(?:st|nd|rd|th)?"
@@ -164,8 +164,8 @@ def _day(m: re.Match[str]) -> Day:
     if m["iy"]:
         return int(m["iy"]), int(m["im"]), int(m["id"])
     if m["dd"]:
-        return int(m["dy"]), _MONTHS[m["dm"].lower()], int(m["dd"])
-    return int(m["my"]), _MONTHS[m["mm"].lower()], int(m["md"])
+        return int(m["dy"]), MONTH_NUMBERS[m["dm"].lower()], int(m["dd"])
+    return int(m["my"]), MONTH_NUMBERS[m["mm"].lower()], int(m["md"])
 
 
 def mentioned_days(text: str) -> list[Day]:

@@ -51,6 +51,7 @@ from typing import Any, Protocol
 from memprm.data.records import Turn
 from memprm.llm.relative_time import find as find_relative
 from memprm.llm.relative_time import format_date
+from memprm.llm.text import STOP_WORDS
 
 NOTE_LAYERS = ("event", "profile")
 
@@ -118,19 +119,15 @@ _CHATTER = frozenset(
     "weirdly attached pretty full keeps toes kind perks something going always usual tired days shift "
     "long hard but how goes can't cannot don't won't stop smiling must idea".split()
 )
-_STOP = frozenset(
-    "a an the and or but if of to in on at for from by with about as into over after before is are was were "
-    "be been being am do does did have has had i me my mine we us our you your he him his she her they them "
-    "their it its this that these those there here what which who so very too not can could would should "
-    "will may might must then than up down out off some any all i'm i've i'd i'll it's that's".split()
-)
+#: words that carry no fact: the project's stop words, contractions, and the chatter lexicon above.
+_NOT_CONTENT = STOP_WORDS | _CHATTER | frozenset("i'm i've i'd i'll it's that's".split())
 _FACT_VERBS = frozenset(
     "adopted bought moved started joined visited ran won finished graduated married quit began travelled "
     "traveled went got learned learnt took made painted baked signed launched opened volunteered attended "
     "completed met hiked played built fixed planted watched organised organized sang did tried helped had "
     "read gave sold switched retrained left".split()
 )
-_LEADING = _STOP | _CHATTER | {"now", "new"}  # words a captured value never starts with
+_LEADING = _NOT_CONTENT | {"now", "new"}  # words a captured value never starts with
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 _END = (r"(?=\s*(?:[,.!?;:]|\s(?:and|but|at|with|every|for|in|on|since|so|which|who|as|now|instead|lessons|"
         r"club|match|is getting)\b|$))")
@@ -174,7 +171,7 @@ def _profile_value(text: str) -> tuple[str, str] | None:
             while words and words[0].lower() in _LEADING:
                 words.pop(0)
             value = " ".join(words)
-            if not value or value.lower() in _STOP or value.lower() in _CHATTER:
+            if not value or value.lower() in _NOT_CONTENT:
                 continue
             if best is None or m.start("v") > best[0]:
                 best = (m.start("v"), key, value)
@@ -215,7 +212,7 @@ def _keep(clause: str) -> bool:
     if not _FIRST_PERSON.search(clause) or _about_others(clause):
         return False
     words = [w.lower() for w in _WORD.findall(clause)]
-    return any(w not in _STOP and w not in _CHATTER for w in words)
+    return any(w not in _NOT_CONTENT for w in words)
 
 
 class RuleNoteWriter:

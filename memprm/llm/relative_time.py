@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
+from memprm.data.dates import format_date
+
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _NUM = {
     "a": 1,
@@ -49,15 +51,6 @@ _PATTERNS = [
     ("month", re.compile(r"\blast month\b")),
     ("year", re.compile(r"\blast year\b")),
 ]
-
-
-_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-                "October", "November", "December")  # fmt: skip
-
-
-def format_date(d: datetime) -> str:
-    """``7 May 2023`` (no zero padding; LoCoMo's style; month names independent of the locale)."""
-    return f"{d.day} {_MONTH_NAMES[d.month - 1]} {d.year}"
 
 
 def _before_weekday(d: datetime, weekday: int) -> datetime:

@@ -7,6 +7,7 @@ import random
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from memprm.data.dates import format_date
 from memprm.data.synthetic.attributes import ATTRIBUTES
 from memprm.data.synthetic.config import SyntheticConfig
 from memprm.data.synthetic.vocabulary import (
@@ -19,11 +20,6 @@ from memprm.data.synthetic.vocabulary import (
 )
 
 # --- dates ------------------------------------------------------------------------------------------------
-
-
-def format_date(d: date) -> str:
-    """LoCoMo's answer style: ``7 May 2023``."""
-    return f"{d.day} {MONTHS[d.month - 1]} {d.year}"
 
 
 def format_session_datetime(dt: datetime) -> str:
