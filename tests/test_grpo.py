@@ -287,7 +287,8 @@ def tokenizer():
 
 
 def _policy(tokenizer, seed: int = 0):
-    """A 2-layer BERT (BERT's default dropout 0.1) on MiniLM's tokenizer, LoRA on query/value, random head."""
+    """A 2-layer BERT (BERT's default dropout 0.1) on MiniLM's tokenizer, LoRA on query/value, random head; the pair
+    scorer, since the samples here are built from prompt and candidate texts alone."""
     bert = BertConfig(
         vocab_size=tokenizer.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
         num_attention_heads=2, max_position_embeddings=512,
@@ -295,7 +296,7 @@ def _policy(tokenizer, seed: int = 0):
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         policy = build_policy(
-            PolicyConfig(max_length=128, lora=LoraSettings(rank=8)), model=bert, tokenizer=tokenizer
+            PolicyConfig(scorer="pair", max_length=128, lora=LoraSettings(rank=8)), model=bert, tokenizer=tokenizer
         )
         torch.nn.init.normal_(policy.head.weight, std=2.0)
     return policy

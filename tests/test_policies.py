@@ -65,8 +65,11 @@ def minilm_tokenizer():
 
 
 def _scoring(tokenizer, seed: int = 0, **cfg) -> ScoringPolicy:
+    """A 2-layer BERT on MiniLM's tokenizer, with a random (seeded) head so candidates differ. The pair scorer
+    (the reference path; tests here build samples from prompt and candidate texts alone): the two-tower
+    default is tested in test_two_tower.py."""
     cfg.setdefault("lora", LoraSettings(rank=8))  # LoRA on: these tests train the encoder too
-    """A 2-layer BERT on MiniLM's tokenizer, with a random (seeded) head so candidates differ."""
+    cfg.setdefault("scorer", "pair")
     bert = BertConfig(
         vocab_size=tokenizer.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
         num_attention_heads=2, max_position_embeddings=512,

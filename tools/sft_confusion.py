@@ -27,11 +27,11 @@ KINDS = ("noop", "write", "merge")
 
 def greedy_kind(policy, sample) -> str:
     """The kind of the candidate the policy ranks first at ``sample``'s gate (ties: the lowest index)."""
-    from memprm.models.policy_api import GateSample
+    from dataclasses import replace
 
-    alts = [GateSample(sample.prompt, sample.candidates, j) for j in range(len(sample.candidates))]
+    alts = [replace(sample, choice=j) for j in range(len(sample.candidates))]
     j = int(torch.argmax(policy.log_probs(alts)[0]))
-    return KINDS[min(j, 2)]
+    return sample.candidates[j].split(":", 1)[0]  # candidate texts start with "noop:", "write:" or "merge:"
 
 
 def main() -> int:

@@ -194,10 +194,15 @@ class CriticModule(LightningModule):
 class FrozenCritic:
     """Eval-mode scoring of rendered operations: ``score(texts) -> (phi [N], p [N])`` as float32 arrays in [0, 1].
 
-    Takes ownership of ``net``: puts it in eval mode and turns off its gradients. Texts are encoded exactly as in
-    training (same truncation, right padding) and scored in input order, ``cfg.score_batch_size`` at a time.
-    ``n_truncated`` counts scored texts that were cut to ``max_length``.
+    Takes ownership of ``net``: puts it in eval mode and turns off its gradients; its weights never change
+    afterwards (a refresh or a rollback builds a new ``FrozenCritic``). Texts are encoded exactly as in training
+    (same truncation, right padding), ``cfg.score_batch_size`` at a time. With ``cfg.score_cache`` each distinct
+    text is scored once and kept (``cache_size`` texts at most; emptied when full) and texts are batched by
+    length, which cuts padding; otherwise in input order. ``n_truncated`` counts scored texts cut to
+    ``max_length``, ``encoded_tokens`` the (padded) tokens run through the network.
     """
+
+    cache_size = 200_000
 
     def __init__(self, cfg: CriticConfig, net: CriticNet):
         self.cfg = cfg
@@ -205,6 +210,8 @@ class FrozenCritic:
         for p in self.net.parameters():
             p.requires_grad_(False)
         self.n_truncated = 0
+        self.encoded_tokens = 0
+        self._cache: dict[str, tuple[float, float]] = {}
 
     @property
     def tokenizer(self) -> PreTrainedTokenizerBase:
@@ -220,21 +227,36 @@ class FrozenCritic:
 
     @torch.no_grad()
     def score(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        phis: list[np.ndarray] = []
-        ps: list[np.ndarray] = []
+        if not self.cfg.score_cache:
+            phi, p = self._forward(list(texts))
+            return phi, p
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if len(self._cache) + len(missing) > self.cache_size:
+            self._cache.clear()
+            missing = list(dict.fromkeys(texts))
+        if missing:
+            phi, p = self._forward(missing, by_length=True)
+            self._cache.update(zip(missing, zip(phi.tolist(), p.tolist(), strict=True), strict=True))
+        rows = np.asarray([self._cache[t] for t in texts], dtype=np.float32).reshape(len(texts), 2)
+        return rows[:, 0].copy(), rows[:, 1].copy()
+
+    def _forward(self, texts: list[str], by_length: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """φ and p of ``texts`` [N] in input order; ``by_length`` batches texts of similar token length."""
+        enc = encode_texts(self.tokenizer, texts, self.cfg.max_length, self.cfg.truncation_side)
+        self.n_truncated += enc.n_truncated
+        order = sorted(range(len(texts)), key=lambda i: len(enc.ids[i])) if by_length else range(len(texts))
+        order = list(order)
+        phi = np.zeros(len(texts), dtype=np.float32)
+        p = np.zeros(len(texts), dtype=np.float32)
         step = self.cfg.score_batch_size
-        for start in range(0, len(texts), step):
-            enc = encode_texts(
-                self.tokenizer, texts[start : start + step], self.cfg.max_length, self.cfg.truncation_side
-            )
-            self.n_truncated += enc.n_truncated
-            input_ids, mask = pad_right(enc.ids, self.tokenizer.pad_token_id)
+        for start in range(0, len(order), step):
+            rows = order[start : start + step]
+            input_ids, mask = pad_right([enc.ids[i] for i in rows], self.tokenizer.pad_token_id)
+            self.encoded_tokens += int(input_ids.numel())
             phi_logit, p_logit = self.net(input_ids.to(self.device), mask.to(self.device))
-            phis.append(torch.sigmoid(phi_logit).float().cpu().numpy())
-            ps.append(torch.sigmoid(p_logit).float().cpu().numpy())
-        if not phis:
-            return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
-        return np.concatenate(phis), np.concatenate(ps)
+            phi[rows] = torch.sigmoid(phi_logit).float().cpu().numpy()
+            p[rows] = torch.sigmoid(p_logit).float().cpu().numpy()
+        return phi, p
 
 
 def save_critic(critic: CriticModule | FrozenCritic, directory: str | Path) -> Path:

@@ -35,6 +35,10 @@ class CriticConfig:
     max_epochs: int = 2
     #: texts per forward pass when scoring with :class:`FrozenCritic`.
     score_batch_size: int = 64
+    #: :class:`FrozenCritic` scores each distinct text once (cached by text for the critic's lifetime: its
+    #: weights never change in place, a refresh or rollback makes a new one) and batches texts of similar
+    #: length; false = every text scored in input order (the reference path of ``tools/bench_rollout.py``).
+    score_cache: bool = True
 
     def __post_init__(self) -> None:
         if self.lambda_aux < 0 or self.lambda_rank < 0:

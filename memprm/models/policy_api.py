@@ -5,7 +5,8 @@ to recompute the action's log-probability later (with gradients) in a training s
 both policy kinds:
 
 - the *scoring* policy: ``candidates`` holds the rendered candidate actions (Noop, Write, Merge into each
-  shown neighbour), ``choice`` the index picked, ``completion`` is empty;
+  shown neighbour), ``choice`` the index picked, ``view`` what the two-tower scorer reads of the gate and its
+  candidates, ``completion`` is empty;
 - the *causal-LM* policy: ``candidates`` is empty, ``completion`` is the generated JSON operation.
 
 ``logprob`` is the behaviour policy's log-probability at sampling time (GRPO's π_old); ``ref_logprob`` the
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
+from memprm.env.candidates import GateView
 from memprm.env.gates import Action, Observation
 
 if TYPE_CHECKING:  # torch only for annotations: configs and containers import this module cheaply
@@ -32,6 +34,7 @@ class GateSample:
     completion: str = ""
     logprob: float = 0.0
     ref_logprob: float = 0.0
+    view: GateView | None = None
 
     def with_logprobs(self, logprob: float, ref_logprob: float | None = None) -> GateSample:
         return replace(

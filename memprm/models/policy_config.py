@@ -2,9 +2,9 @@
 
 Two kinds share one GRPO module through :class:`memprm.models.policy_api.GatePolicy`:
 
-- ``scoring`` (the embedded default's policy, CPU-friendly): a shared encoder (MiniLM by default) scores a
-  small candidate set per gate — Noop, Write(the turn), Merge(the turn into each of the first
-  ``merge_candidates`` neighbours) — softmax over the candidates. See :mod:`memprm.models.scoring_policy`.
+- ``scoring`` (the embedded default's policy, CPU-friendly): an encoder (MiniLM by default) scores a small
+  candidate set per gate — Noop, Write(the turn), Write(each note), Merge(the first note into each of the
+  first ``merge_candidates`` neighbours) — softmax over the candidates. See :mod:`memprm.models.scoring_policy`.
 - ``causal`` (the paper's policy, Qwen3 family): a causal LM writes one strict-JSON operation per gate. See
   :mod:`memprm.models.causal_policy`.
 
@@ -66,9 +66,14 @@ class PolicyConfig:
     model: str = "minilm"
     #: adapter settings (rank 0 = no adapter, see :class:`LoraSettings`).
     lora: LoraSettings = field(default_factory=LoraSettings)
-    #: tokens per input: one (candidate, gate) pair of the scoring policy, or one prompt of the causal policy
-    #: (completions are never cut). Longer inputs are cut and counted in ``policy.counts.truncated``: the
-    #: scoring policy cuts the longer of candidate and gate from its end, the causal prompt loses its start.
+    #: scoring policy: ``two_tower`` (gate query and candidate texts encoded separately, each distinct text once,
+    #: cached) or ``pair`` (the reference: a cross-encoder over every (candidate, gate) pair). See
+    #: :mod:`memprm.models.scoring_policy`.
+    scorer: Literal["two_tower", "pair"] = "two_tower"
+    #: tokens per input: one text (two-tower) or one (candidate, gate) pair (pair scorer) of the scoring policy,
+    #: or one prompt of the causal policy (completions are never cut). Longer inputs are cut and counted in
+    #: ``policy.counts.truncated``: two-tower texts and the longer of candidate and gate lose their end, the
+    #: causal prompt loses its start.
     max_length: int = 128
     #: causal policy: most tokens generated per gate (a completion without EOS by then is usually invalid).
     max_new_tokens: int = 128
@@ -91,6 +96,8 @@ class PolicyConfig:
             raise ValueError(
                 "policy.model: the causal policy needs a causal LM (e.g. Qwen/Qwen3-8B), not minilm"
             )
+        if self.scorer not in ("two_tower", "pair"):
+            raise ValueError(f"policy.scorer must be 'two_tower' or 'pair', got {self.scorer!r}")
         if self.max_length < 8:
             raise ValueError(f"policy.max_length must be >= 8, got {self.max_length}")
         if self.max_new_tokens < 1:

@@ -1,35 +1,31 @@
-"""The lightweight scoring policy: a shared encoder scores a small candidate set per gate (CPU-friendly).
+"""The lightweight scoring policy: an encoder scores a small candidate set per gate (CPU-friendly).
 
 At a gate the candidates are those of :func:`memprm.env.candidates.gate_candidates`: Noop, Write of the turn,
 Write of each note on offer, Merge (of the first note, else the turn) into each of the first ``merge_candidates``
-neighbours shown.
+neighbours shown. The policy is ``softmax(logits / temperature)`` over them; a zero-initialized linear head
+gives one logit per candidate, so an untrained policy is uniform (greedy ties go to the lowest index, Noop).
+The encoder is MiniLM by default, frozen (``lora.rank`` 0: only the head trains) or with LoRA on query/value.
 
-Each candidate is scored as a cross-encoder pair ``(candidate text, gate text)``: the encoder (MiniLM by
-default, LoRA on query/value, frozen base) reads both, the non-pad tokens are mean-pooled
-(:func:`memprm.models.backbone.pool`) and a linear head gives one logit per candidate; the policy is
-``softmax(logits / temperature)`` over the gate's candidates. The head starts at zero, so an untrained policy
-is uniform over its candidates (greedy ties go to the lowest index, Noop). Pairs longer than ``max_length``
-lose tokens from the end of the longer text (``longest_first``). The gate text lists layer, date and turn
-first, then the preceding turns latest first, then the shown entries, so a cut drops the shown entries first
-(each Merge candidate carries its own entry) and then the oldest context. Cuts are counted in
-``counts.truncated`` when a sample is made (``act``, ``sample_for``), not when it is re-scored.
+``policy.scorer`` chooses what the head reads:
+
+- ``two_tower`` (default, :mod:`memprm.models.two_tower`): the gate's query and each candidate's content and
+  Merge target encoded separately and cached by text; one encoder pass per text never seen before.
+- ``pair`` (the reference): a cross-encoder over each ``(candidate text, gate text)`` pair, mean-pooled; pairs
+  longer than ``max_length`` lose tokens from the end of the longer text. The gate text lists layer, date and
+  turn, then the preceding turns latest first, then the shown entries. With a frozen encoder the pooled
+  features are cached by pair (``feature_cache_size``).
+
+Cuts to ``max_length`` are counted in ``counts.truncated`` when a sample is made (``act``, ``sample_for``).
 
 Teacher actions (``sample_for``): Noop → 0; a Write whose content is a note on offer → that note's candidate;
 a Write of the turn → 1; any other Write → the first note's candidate (1 when there is no note), counted in
 ``counts.write_content_replaced``; Merge into the j-th shown neighbour → its merge candidate for j < m. A
-Merge into a shown neighbour beyond the first m maps to the first Write of a note (else of the turn), counted
-in ``counts.merge_beyond_m_as_write``: the teacher judged the turn worth keeping, and writing it is the
-closest candidate that keeps it (Noop would drop it). An action that is invalid at the gate (a Merge into an
-entry not shown, an empty Write) is an error.
+Merge beyond the first m maps to the first Write of a note (else of the turn), counted in
+``counts.merge_beyond_m_as_write``: writing it is the closest candidate that keeps the turn. An action that is
+invalid at the gate (a Merge into an entry not shown, an empty Write) is an error.
 
-``act`` runs in eval mode (restoring the previous mode); ``log_probs`` in the current mode: GRPO and SFT keep
-the policy in eval mode, so MiniLM's own dropout never makes a recomputed log-probability differ from the
-sampled one.
-
-Frozen encoder (``lora.rank`` 0, the CPU default): only the head trains, so a pair's pooled features never
-change; they are computed once in eval mode, without gradients, and cached by (candidate, gate) text
-(``feature_cache_size`` pairs at most; the cache is emptied when full). SFT and GRPO then cost a linear layer
-per re-scored candidate. With LoRA the encoder runs, with gradients, on every call.
+``act`` computes without dropout; ``log_probs`` in the current mode: GRPO and SFT keep the policy in eval
+mode, so MiniLM's own dropout never makes a recomputed log-probability differ from the sampled one.
 """
 
 from __future__ import annotations
@@ -37,20 +33,21 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from peft import get_peft_model
 from torch import nn
 from transformers import PreTrainedTokenizerBase
 
-from memprm.env.candidates import Candidate, gate_candidates
+from memprm.env.candidates import Candidate, GateView, gate_candidates, gate_view
 from memprm.env.gates import Action, Observation
 from memprm.env.ops_format import format_operation, validate_operation
 from memprm.models.backbone import load_base, pool
 from memprm.models.backbone_config import BackboneConfig
 from memprm.models.policy_api import GateSample
 from memprm.models.policy_config import PolicyConfig
+from memprm.models.two_tower import TextVectors, feature_dim, view_features
 
 NOOP, WRITE = 0, 1  # candidate indices; note Writes follow at 2.., then the Merges (gate_candidates)
 __all__ = ["Candidate", "ScoringPolicy", "build_scoring_policy", "gate_candidates", "gate_text"]
@@ -66,6 +63,8 @@ class ScoringCounts:
     write_content_replaced: int = 0
     #: teacher Merges into a shown neighbour beyond the first m, mapped to a Write candidate.
     merge_beyond_m_as_write: int = 0
+    #: tokens run through the encoder (padding included), samples and re-scoring alike.
+    encoded_tokens: int = 0
 
 
 def gate_text(obs: Observation) -> str:
@@ -120,10 +119,12 @@ class ScoringPolicy(nn.Module):
         self.cfg = cfg
         self.encoder = encoder
         self.tokenizer = tokenizer
-        self.head = nn.Linear(int(hidden), 1)
+        self.two_tower = cfg.scorer == "two_tower"
+        self.head = nn.Linear(feature_dim(int(hidden)) if self.two_tower else int(hidden), 1)
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
         self.counts = ScoringCounts()
+        self.vectors = TextVectors(encoder, tokenizer, cfg.max_length, self.counts) if self.two_tower else None
         self._features: dict[tuple[str, str], torch.Tensor] = {}  # frozen encoder only (module docstring)
         self.feature_cache_size = 200_000
 
@@ -138,14 +139,16 @@ class ScoringPolicy(nn.Module):
         self, obs: Observation, *, greedy: bool = False, generator: torch.Generator | None = None
     ) -> tuple[Action, GateSample]:
         cands = self.candidates(obs)
-        prompt = gate_text(obs)
-        texts = tuple(c.text for c in cands)
-        self.counts.truncated += self._count_truncated(texts, [prompt] * len(texts))
-        with eval_mode(self), torch.no_grad():
-            logp = torch.log_softmax(self._logits(texts, [prompt] * len(texts)), dim=0)  # [C]
+        sample = self._sample(obs, cands, -1)
+        if self.two_tower and not self._encoder_trains():  # cached vectors: no dropout, no mode to switch
+            with torch.no_grad():
+                logits = self._view_logits([sample.view])  # type: ignore[list-item]
+        else:
+            with eval_mode(self), torch.no_grad():
+                logits = self._sample_logits([sample])
+        logp = torch.log_softmax(logits, dim=0)  # [C]
         choice = pick(logp, greedy, generator)
-        sample = GateSample(prompt=prompt, candidates=texts, choice=choice, logprob=float(logp[choice]))
-        return cands[choice].action, sample
+        return cands[choice].action, replace(sample, choice=choice, logprob=float(logp[choice]))
 
     def sample_for(self, obs: Observation, action: Action) -> GateSample:
         """The sample choosing the candidate that stands for ``action`` (mapping in the module docstring).
@@ -176,10 +179,39 @@ class ScoringPolicy(nn.Module):
             else:
                 choice = first_write
                 self.counts.merge_beyond_m_as_write += 1
-        prompt = gate_text(obs)
-        texts = tuple(c.text for c in self.candidates(obs))
-        self.counts.truncated += self._count_truncated(texts, [prompt] * len(texts))
-        return GateSample(prompt=prompt, candidates=texts, choice=choice)
+        return self._sample(obs, self.candidates(obs), choice)
+
+    def _sample(self, obs: Observation, cands: tuple[Candidate, ...], choice: int) -> GateSample:
+        """The gate's sample (counting cuts to ``max_length``), ``choice`` filled in by the caller."""
+        prompt, texts = gate_text(obs), tuple(c.text for c in cands)
+        view = gate_view(obs, cands)
+        if self.two_tower:
+            self.counts.truncated += self.vectors.count_truncated(  # type: ignore[union-attr]
+                list(dict.fromkeys([view.query] + [t for c in view.candidates for t in (c.content, c.target)]))
+            )
+        else:
+            self.counts.truncated += self._count_truncated(texts, [prompt] * len(texts))
+        return GateSample(prompt=prompt, candidates=texts, choice=choice, view=view)
+
+    def _encoder_trains(self) -> bool:
+        return any(p.requires_grad for p in self.encoder.parameters())
+
+    def _sample_logits(self, samples: Sequence[GateSample]) -> torch.Tensor:
+        """All candidates of all samples, sample after sample → logits [T]."""
+        if self.two_tower:
+            missing = [i for i, s in enumerate(samples) if s.view is None]
+            if missing:
+                raise ValueError(
+                    f"ScoringPolicy.log_probs: sample {missing[0]} has no view (made by a pair-scorer policy?); "
+                    "the two-tower scorer needs GateSample.view"
+                )
+            return self._view_logits([s.view for s in samples])  # type: ignore[misc]
+        texts = [c for s in samples for c in s.candidates]
+        return self._logits(texts, [s.prompt for s in samples for _ in s.candidates])
+
+    def _view_logits(self, views: Sequence[GateView]) -> torch.Tensor:
+        feats = view_features(views, self.vectors, cached=not self._encoder_trains())  # [T, F]
+        return self.head(feats).squeeze(-1) / self.cfg.temperature  # [T]
 
     def log_probs(self, samples: Sequence[GateSample]) -> tuple[torch.Tensor, torch.Tensor]:
         """(log π(choice) [N], entropy [N]) with gradients; all candidates of all samples in one batch."""
@@ -192,9 +224,7 @@ class ScoringPolicy(nn.Module):
                     f"{s.choice} (not a scoring-policy sample?)"
                 )
         counts = torch.tensor([len(s.candidates) for s in samples], device=self.device)  # [N]
-        texts = [c for s in samples for c in s.candidates]
-        gates = [s.prompt for s in samples for _ in s.candidates]
-        logits = self._logits(texts, gates)  # [T], T = Σ counts
+        logits = self._sample_logits(samples)  # [T], T = Σ counts
         n, width = len(samples), int(counts.max())
         rows = torch.repeat_interleave(torch.arange(n, device=self.device), counts)  # [T]
         cols = torch.cat([torch.arange(int(c), device=self.device) for c in counts])  # [T]
@@ -234,7 +264,7 @@ class ScoringPolicy(nn.Module):
 
     def _logits(self, texts: Sequence[str], gates: Sequence[str]) -> torch.Tensor:
         """T (candidate, gate) pairs → temperature-scaled logits [T] (float32)."""
-        if any(p.requires_grad for p in self.encoder.parameters()):
+        if self._encoder_trains():
             pooled = self._pool(texts, gates)  # [T, H], with gradients through LoRA
         else:
             pooled = self._cached_pool(texts, gates)  # [T, H], constant features
@@ -245,6 +275,7 @@ class ScoringPolicy(nn.Module):
         inputs = {
             k: enc[k].to(self.device) for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc
         }
+        self.counts.encoded_tokens += int(inputs["input_ids"].numel())
         hidden = self.encoder(**inputs).last_hidden_state  # [T, L, H]
         return pool(hidden.float(), inputs["attention_mask"], "mean")  # [T, H]
 
