@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 from memprm.config import ConfigError, MemprmConfig, load_config
+from memprm.llm.client import LLMStop
+from memprm.logs import configure_logging
 
 
 def _cmd_data(args: argparse.Namespace) -> int:
@@ -59,11 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    configure_logging()
     try:
         return args.func(args)
     except (ConfigError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except LLMStop as exc:  # 401/403, or too many failed LLM calls in a batch: one line, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -50,9 +50,12 @@ def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
     from lightning import seed_everything
 
     from memprm.env.rollout import Stopwatch
+    from memprm.llm.failures import stage_counters
+    from memprm.logs import set_progress_bars
     from memprm.stages.roles import build_stack
 
     seed_everything(cfg.seed, workers=True, verbose=False)
+    set_progress_bars(cfg.trainer.progress_bar)
     run_dir = Path(cfg.output_dir) / cfg.run_name
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(to_dict(cfg))))
@@ -71,7 +74,8 @@ def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
     def timed(name, fn):
         seed_everything(stage_seed(cfg.seed, name), workers=True, verbose=False)
         t0 = time.perf_counter()
-        out = fn()
+        with stage_counters(run_dir, name):  # LLM calls and failures of the stage -> llm_counters.json
+            out = fn()
         res.seconds[name] = time.perf_counter() - t0
         return out
 

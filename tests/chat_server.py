@@ -5,8 +5,10 @@ with the real response schema (``id, object, created, model, choices[0].message.
 usage{prompt_tokens, completion_tokens, total_tokens}``). Tests import it with ``from chat_server import ...``
 (pytest puts ``tests/`` on ``sys.path`` because there is no ``tests/__init__.py``).
 
-Behaviour per request comes from a script (a FIFO queue) and, once the script is empty, from the default
-responder ``callable(messages) -> content`` (echo of the last user message by default):
+Behaviour per request comes from a script (a FIFO queue), else from the ``fault`` schedule
+``callable(n) -> Behaviour | None`` (``n`` = 0-based number of the chat request; see :func:`after`,
+:func:`always`, :func:`every`), else from the default responder ``callable(messages) -> content`` (echo of the
+last user message by default; :func:`exam_responder` plays reader and judge of an exam):
 
 - :func:`ok` — 200 with the given content;
 - :func:`status` — an error status (429, 500, ...) with an OpenAI-style error body (message settable) and
@@ -23,6 +25,7 @@ every message's content, ``completion_tokens`` counts the words of the reply. Ev
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -59,6 +62,21 @@ class Malformed:
 
 
 Behaviour = Ok | Status | Hang | Malformed
+Fault = Callable[[int], "Behaviour | None"]
+
+
+def after(n: int, behaviour: Behaviour) -> Fault:
+    """Requests ``0 .. n-1`` are answered normally, every later one with ``behaviour`` (e.g. 500-after-N)."""
+    return lambda i: behaviour if i >= n else None
+
+
+def always(behaviour: Behaviour) -> Fault:
+    return lambda i: behaviour
+
+
+def every(k: int, behaviour: Behaviour) -> Fault:
+    """Every ``k``-th request (``k-1, 2k-1, ...``) gets ``behaviour`` (a transient 429 / 500)."""
+    return lambda i: behaviour if i % k == k - 1 else None
 
 
 def ok(content: str) -> Ok:
@@ -75,6 +93,48 @@ def hang(seconds: float) -> Hang:
 
 def malformed(body: str | None = None) -> Malformed:
     return Malformed() if body is None else Malformed(body)
+
+
+_ENTRY = re.compile(r"^\[(?P<id>[^ |\]]+) \|", re.M)
+_VERSION = re.compile(r"^  v\d+ \([^)]*\): (?P<text>.*)$", re.M)
+
+
+def exam_responder(
+    facts: dict[str, tuple[str, str]], cite: str = "honest", reply: str = "json", poison: str = "POISON"
+) -> Responder:
+    """Reader and judge of an exam in one responder, told apart by the prompt (the judge's has "Gold answer:").
+
+    Reader: ``facts`` maps a question's text to (keyword, answer); it answers ``answer`` citing the first
+    memory entry (prompt order) whose text contains ``keyword``, or abstains citing nothing. ``cite``:
+    ``honest`` (that entry), ``everything`` (every entry in the prompt), ``forged`` (that entry and the
+    unretrieved id ``e99999``), ``none`` (no ``cited`` field). An answer read from an entry containing
+    ``poison`` is wrong ("Madrid"). ``reply="bad_json"``: the reader replies prose.
+    Judge: CORRECT iff the generated answer contains the gold answer (case-insensitive).
+    """
+
+    def respond(messages: list[dict[str, Any]]) -> str:
+        prompt = echo(messages)
+        if "Gold answer:" in prompt:
+            gold = prompt.split("Gold answer:", 1)[1].split("\n", 1)[0].strip().lower()
+            said = prompt.split("Generated answer:", 1)[1].split("\n", 1)[0].strip().lower()
+            return json.dumps({"label": "CORRECT" if gold and gold in said else "WRONG"})
+        if reply == "bad_json":
+            return "I think the answer is somewhere in the memory."
+        question = prompt.split("Question:", 1)[1].split("\n", 1)[0].strip()
+        memory = prompt.split("Memory:", 1)[1].split("Question:", 1)[0]
+        blocks = [(m["id"], memory[m.end() :].split("\n[", 1)[0]) for m in _ENTRY.finditer(memory)]
+        keyword, answer = facts.get(question, ("", ""))
+        texts = {eid: " ".join(_VERSION.findall(body)) for eid, body in blocks}
+        used = [eid for eid, _ in blocks if keyword and keyword in texts[eid]][:1]
+        if not used:
+            return json.dumps({"answer": "Not mentioned in the conversation", "cited": []})
+        cited = {"honest": used, "everything": [eid for eid, _ in blocks], "forged": used + ["e99999"]}
+        out: dict[str, Any] = {"answer": "Madrid" if poison and poison in texts[used[0]] else answer}
+        if cite != "none":
+            out["cited"] = cited[cite]
+        return json.dumps(out)
+
+    return respond
 
 
 def echo(messages: list[dict[str, Any]]) -> str:
@@ -102,8 +162,15 @@ class ChatServer:
     which makes :attr:`max_in_flight` meaningful.
     """
 
-    def __init__(self, responder: Responder = echo, latency_s: float = 0.0, model: str | None = None) -> None:
+    def __init__(
+        self,
+        responder: Responder = echo,
+        latency_s: float = 0.0,
+        model: str | None = None,
+        fault: Fault | None = None,
+    ) -> None:
         self.responder = responder
+        self.fault = fault
         self.latency_s = latency_s
         self.model = model  # reported model name; None = echo the requested one
         self._script: deque[Behaviour] = deque()
@@ -184,7 +251,10 @@ class ChatServer:
     def _enter(self, path: str, headers: dict[str, str], body: dict[str, Any] | None) -> Behaviour | None:
         """Record the request on arrival (a hanging one is visible at once) and pick its behaviour."""
         with self._lock:
+            n = sum(r.path == CHAT_PATH for r in self._requests)
             behaviour = self._script.popleft() if self._script else None
+            if behaviour is None and self.fault is not None:
+                behaviour = self.fault(n)
             name = "default" if behaviour is None else type(behaviour).__name__.lower()
             self._requests.append(RecordedRequest(path, headers, body, name))
             self._in_flight += 1

@@ -18,19 +18,40 @@ method uses. Pass ``test_layers=LAYERS`` to audit verbatim entries too (``tools/
 Online, ``only_entries`` restricts the tests further to the entries an operation of the current episode
 wrote or merged into (:func:`episode_entries`): chain credit reaches only the episode's own steps, so a flip of
 an entry untouched by the episode changes no reward. Offline relabeling audits every managed entry.
+
+No credit of any kind comes from a failed call (DESIGN: a failure is never an answer):
+
+- a quiz item whose reader or judge call failed gets no record, no deletion test and no failed-probe anchor
+  (counted in ``failed_answers`` / ``failed_verdicts``; its retrieved entries still count as retrieved for
+  zero detection — retrieval is local and did not fail);
+- a deletion re-answer (reader or judge) that failed is no flip and no cure: the record keeps ``flips`` /
+  ``cures`` = None (untested), counted in ``failed_deletion_tests``.
+
+Citations: ``missing_citations`` counts replies without a ``cited`` field; ``cited_share_sum / answered`` is
+the mean share of an answer's retrieved entries it cited. At most ``max_citations`` (``reader.max_citations``,
+default 3; the reader's own ``max_citations`` attribute when not given) citations of an answer are credited:
+the first ones, in the reader's order. An answer that cites more (``citation_cap_hits``) has not given the
+minimal set of entries it used, so its citations are not evidence by themselves: its first ``max_citations``
+cited entries are deletion-tested as usual, and on a correct answer an entry counts as cited only where its
+deletion flips the answer (a cite-everything reader then earns an entry no more than ``0.3 + 0.7·flips``, what
+the deletion test supports); on a wrong answer they keep their toxicity test (a cure is deletion-measured).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from memprm.credit.types import AuditRecord
-from memprm.env.exam import ExamResult, ReaderCache
+from memprm.env.exam import ExamResult, ItemResult, ReaderCache
+from memprm.llm.failures import LEDGER
 from memprm.llm.roles import Judge, Reader
 from memprm.memory.bank import MANAGED_LAYERS, MemoryBank
 from memprm.memory.retriever import Retriever
+
+#: ``reader.max_citations``'s default, for readers without a ``max_citations`` attribute.
+DEFAULT_MAX_CITATIONS = 3
 
 
 @dataclass
@@ -43,7 +64,23 @@ class AuditCounts:
     cures: int = 0
     zero_detected: int = 0  # managed + verbatim entries never retrieved: no record, no test
     dropped_citations: int = 0  # cited ids that were not retrieved (dropped at reading)
-    failed_answers: int = 0  # reader output unusable (judged wrong)
+    failed_answers: int = 0  # quiz items whose reader call failed (not scored, no record)
+    failed_verdicts: int = 0  # quiz items whose judge call failed (not scored, no record)
+    failed_deletion_tests: int = 0  # deletion re-answers that failed (no flip, no cure)
+    missing_citations: int = 0  # scored answers whose reply had no ``cited`` field
+    citation_cap_hits: int = 0  # scored answers citing more than ``max_citations`` entries
+    answered: int = 0  # scored items (not failed)
+    cited_share_sum: float = 0.0  # Σ over scored items with a retrieval of cited / retrieved
+
+    @property
+    def cited_share(self) -> float:
+        """Mean share of an answer's retrieved entries that it cited (0.0 with no scored item)."""
+        return self.cited_share_sum / self.answered if self.answered else 0.0
+
+    def add(self, other: AuditCounts) -> None:
+        """Add ``other``'s counts to these (to total several audits)."""
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
 
 @dataclass(frozen=True)
@@ -76,7 +113,7 @@ class AuditResult:
             failed_probe_anchors=frozenset(d["failed_probe_anchors"]),
             correct=dict(d["correct"]),
             accuracy=float(d["accuracy"]),
-            counts=AuditCounts(**d["counts"]),
+            counts=AuditCounts(**d["counts"]),  # files written before the failure counters read as 0
         )
 
 
@@ -84,6 +121,11 @@ def episode_entries(bank: MemoryBank, op_ids: Collection[str]) -> frozenset[str]
     """Entries whose version chain holds one of ``op_ids`` (the entries an episode wrote or merged into)."""
     ops = set(op_ids)
     return frozenset(e.id for e in bank if ops.intersection(e.op_ids))
+
+
+def citation_cap(reader: Reader) -> int:
+    """The reader's ``max_citations`` (``reader.max_citations``), else :data:`DEFAULT_MAX_CITATIONS`."""
+    return int(getattr(reader, "max_citations", DEFAULT_MAX_CITATIONS))
 
 
 def audit_exam(
@@ -95,59 +137,130 @@ def audit_exam(
     cache: ReaderCache | None = None,
     test_layers: Collection[str] = MANAGED_LAYERS,
     only_entries: Collection[str] | None = None,
+    max_citations: int | None = None,
 ) -> AuditResult:
-    """Audit ``exam`` (answered from ``bank``): one record per (retrieved entry, question)."""
+    """Audit ``exam`` (answered from ``bank``): one record per (retrieved entry, scored question)."""
     cache = cache if cache is not None else ReaderCache(reader, judge)
+    cap = citation_cap(reader) if max_citations is None else max_citations
+    if cap < 1:
+        raise ValueError(f"audit_exam: max_citations must be >= 1, got {cap}")
     counts = AuditCounts(questions=len(exam.results))
-    records: list[AuditRecord] = []
-    retrieved_ids: set[str] = set()
+    retrieved_ids = {h.entry.id for r in exam.results for h in r.retrieval.hits}
     failed_anchors: set[str] = set()
-    tested: dict[tuple[str, str], bool] = {}  # (question, entry) -> correct after deletion
-    for r in exam.results:
-        q, correct = r.item.question, r.correct
-        counts.dropped_citations += len(r.answer.dropped_citations)
-        counts.failed_answers += int(r.answer.failed)
-        if r.item.kind == "probe" and not correct:
-            failed_anchors.update(q.evidence)
-        cited = set(r.answer.cited)
-        for hit in r.retrieval.hits:
-            eid = hit.entry.id
-            retrieved_ids.add(eid)
-            flips = cures = None
-            testable = hit.layer in test_layers and (only_entries is None or eid in only_entries)
-            if eid in cited and testable:
-                key = (q.id, eid)
-                if key not in tested:
-                    view_retrieval = retriever.retrieve(bank.without([eid]), q.text)
-                    c0 = cache.reader_calls
-                    _, verdict = cache.answer(q, view_retrieval)
-                    counts.reader_calls += cache.reader_calls - c0
-                    tested[key] = verdict.correct
-                    counts.deletion_tests += 1
-                after = tested[key]
-                flips, cures = (correct and not after, None) if correct else (None, after)
-                counts.flips += int(bool(flips))
-                counts.cures += int(bool(cures))
-            records.append(
-                AuditRecord(
-                    entry_id=eid,
-                    question_id=q.id,
-                    weight=r.item.weight,
-                    correct=correct,
-                    retrieved=True,
-                    cited=eid in cited,
-                    flips=flips,
-                    cures=cures,
-                    layer=hit.layer,
-                )
-            )
+    scored = [r for r in exam.results if not _count_item(r, cap, counts)]
+    for r in scored:
+        if r.item.kind == "probe" and not r.correct:
+            failed_anchors.update(r.item.question.evidence)
+    # (question, entry) -> correct after the entry's deletion, None when the re-answer failed
+    tested = _deletion_tests(bank, scored, cap, retriever, cache, test_layers, only_entries, counts)
+    records = [rec for r in scored for rec in _records(r, cap, tested, test_layers, only_entries, counts)]
     counts.records = len(records)
     counts.zero_detected = sum(1 for e in bank if e.id not in retrieved_ids)
+    LEDGER.add(
+        quiz_answers_failed=counts.failed_answers,
+        quiz_verdicts_failed=counts.failed_verdicts,
+        deletion_tests_failed=counts.failed_deletion_tests,
+        missing_citations=counts.missing_citations,
+        citation_cap_hits=counts.citation_cap_hits,
+        dropped_citations=counts.dropped_citations,
+    )
     return AuditResult(
         records=tuple(records),
         chains={e.id: e.op_ids for e in bank},
         failed_probe_anchors=frozenset(failed_anchors),
-        correct={r.item.question.id: r.correct for r in exam.results},
+        correct={r.item.question.id: r.correct for r in scored},
         accuracy=exam.accuracy,
         counts=counts,
     )
+
+
+def _count_item(r: ItemResult, cap: int, counts: AuditCounts) -> bool:
+    """Count ``r``'s failures and citations into ``counts``; True when the item failed (not scored)."""
+    if r.failed:
+        counts.failed_answers += int(r.answer.failed)
+        counts.failed_verdicts += int(not r.answer.failed)
+        return True
+    counts.answered += 1
+    counts.dropped_citations += len(r.answer.dropped_citations)
+    counts.missing_citations += int(r.answer.missing_citations)
+    counts.citation_cap_hits += int(len(r.answer.cited) > cap)
+    if r.retrieval.hits:
+        counts.cited_share_sum += len(set(r.answer.cited)) / len(r.retrieval.hits)
+    return False
+
+
+def _testable(hit, test_layers: Collection[str], only_entries: Collection[str] | None) -> bool:
+    return hit.layer in test_layers and (only_entries is None or hit.entry.id in only_entries)
+
+
+def _deletion_tests(
+    bank: MemoryBank,
+    scored: list[ItemResult],
+    cap: int,
+    retriever: Retriever,
+    cache: ReaderCache,
+    test_layers: Collection[str],
+    only_entries: Collection[str] | None,
+    counts: AuditCounts,
+) -> dict[tuple[str, str], bool | None]:
+    """Re-answer every (scored question, credited cited testable entry) once without the entry (the
+    retrievals here, the answers concurrently through ``cache``)."""
+    pending: dict[tuple[str, str], tuple] = {}
+    for r in scored:
+        q, credited = r.item.question, set(r.answer.cited[:cap])
+        for hit in r.retrieval.hits:
+            key = (q.id, hit.entry.id)
+            if hit.entry.id in credited and _testable(hit, test_layers, only_entries) and key not in pending:
+                pending[key] = (q, retriever.retrieve(bank.without([hit.entry.id]), q.text))
+    c0 = cache.reader_calls
+    answered = cache.answer_many(list(pending.values()))
+    counts.reader_calls += cache.reader_calls - c0
+    counts.deletion_tests += len(pending)
+    tested: dict[tuple[str, str], bool | None] = {}
+    for key, (ans, verdict) in zip(pending, answered, strict=True):
+        failed = ans.failed or verdict.failed
+        counts.failed_deletion_tests += int(failed)
+        tested[key] = None if failed else verdict.correct
+    return tested
+
+
+def _records(
+    r: ItemResult,
+    cap: int,
+    tested: dict[tuple[str, str], bool | None],
+    test_layers: Collection[str],
+    only_entries: Collection[str] | None,
+    counts: AuditCounts,
+) -> list[AuditRecord]:
+    """The records of one scored item (see the module docstring for the cap)."""
+    q, correct = r.item.question, r.correct
+    credited = set(r.answer.cited[:cap])
+    over_cap = len(r.answer.cited) > cap
+    out = []
+    for hit in r.retrieval.hits:
+        eid = hit.entry.id
+        flips = cures = None
+        after = (
+            tested.get((q.id, eid)) if eid in credited and _testable(hit, test_layers, only_entries) else None
+        )
+        if after is not None:
+            flips, cures = (not after, None) if correct else (None, after)
+        cited = eid in credited and (not over_cap or not correct or flips is True)
+        if not cited:
+            flips = None
+        counts.flips += int(bool(flips))
+        counts.cures += int(bool(cures))
+        out.append(
+            AuditRecord(
+                entry_id=eid,
+                question_id=q.id,
+                weight=r.item.weight,
+                correct=correct,
+                retrieved=True,
+                cited=cited,
+                flips=flips,
+                cures=cures,
+                layer=hit.layer,
+            )
+        )
+    return out

@@ -12,12 +12,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tqdm import tqdm
-
 from memprm.data.records import Dialogue
 from memprm.env.audit import audit_exam
 from memprm.env.exam import Quiz, QuizItem, ReaderCache, run_exam
 from memprm.env.memory_env import MemoryEnv, Policy
+from memprm.llm.failures import FailureGuard
+from memprm.logs import progress as progress_bar
 from memprm.memory.bank import MANAGED_LAYERS, MemoryBank
 
 
@@ -33,6 +33,8 @@ class EvalResult:
     #: with ``audit=True``: entries whose deletion flipped an answer / entries deletion-tested (all dialogues).
     flips: int = 0
     tested: int = 0
+    #: questions whose reader or judge call failed: not scored (not in ``n_questions`` or any accuracy).
+    failed: int = 0
 
     def as_metrics(self, prefix: str) -> dict[str, float]:
         out = {
@@ -58,8 +60,10 @@ def evaluate_manager(
     cache = ReaderCache(env.reader, env.judge)
     correct: dict[str, list[bool]] = defaultdict(list)
     per_dialogue, tokens, sizes = {}, [], []
-    flips = tested = 0
-    for d in tqdm(dialogues, desc=desc, unit="dialogue", disable=not progress):
+    flips = tested = failed = 0
+    guard = FailureGuard()
+    bar = progress_bar(dialogues, desc=desc, unit="dialogue", enabled=progress)
+    for d in bar:
         bank = MemoryBank()
         for s in d.sessions:
             env.play_window(d, s.index, bank, manager)
@@ -69,8 +73,15 @@ def evaluate_manager(
             records = audit_exam(bank, exam, env.reader, env.judge, env.retriever, cache).records
             tested += len({r.entry_id for r in records if r.flips is not None})
             flips += len({r.entry_id for r in records if r.flips})
+        try:
+            guard.check(f"{desc}, dialogue {d.id}")
+        except Exception:
+            bar.close()  # the bar's last line before the error's
+            raise
+        failed += exam.n_failed
         for r in exam.results:
-            correct[r.item.question.category].append(r.correct)
+            if not r.failed:  # a failed call is not scored
+                correct[r.item.question.category].append(r.correct)
         per_dialogue[d.id] = exam.accuracy
         tokens.extend(r.answer.context_tokens for r in exam.results)
         sizes.append(bank.stats(MANAGED_LAYERS))
@@ -86,6 +97,7 @@ def evaluate_manager(
         versions_per_entry=sum(s["versions_per_entry"] for s in sizes) / max(len(sizes), 1),
         flips=flips,
         tested=tested,
+        failed=failed,
     )
 
 

@@ -10,17 +10,36 @@ flagged so callers can skip it).
 ``run_exam`` answers every item once; ``ReaderCache`` makes answering a function of the reader's *input*
 (question + the exact retrieved chains), so identical inputs — across the rollouts of a group, or a deletion
 that leaves the retrieved set unchanged — are answered once.
+
+**A failure is never an answer.** A reader call or a judge call that failed (``ReaderAnswer.failed``,
+``Verdict.failed``: transport, format or a 4xx, after the client's bounded retries) makes the item *failed*:
+its own outcome, neither right nor wrong. R is the weighted accuracy over the items that did not fail (an exam
+whose items all failed has R = 0 and ``all_failed``); the audit gives failed items no record and no test, and
+the probe gates drop a probe whose gate answer failed (:mod:`memprm.env.audit`, :mod:`memprm.env.probe_gates`).
+Failures are memoized like answers, so a dead endpoint is asked once per distinct reader input.
+
+**Concurrency.** :meth:`ReaderCache.answer_many` answers a batch of independent questions: the distinct
+reader inputs not yet answered go to the reader ``max_concurrency`` at a time (a thread pool; the role's
+``max_concurrency`` attribute, the LLM roles' client setting), then the distinct (question, answer) pairs not
+yet judged go to the judge likewise. Results are keyed by question and input, never by arrival order, so they
+are the same as sequential answering. Roles without ``max_concurrency`` (the offline extractive reader and F1
+judge) are run sequentially in the caller's thread, exactly as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from memprm.data.records import Dialogue, Question
 from memprm.llm.roles import Judge, Reader, ReaderAnswer, Verdict
 from memprm.memory.bank import BankView, MemoryBank
 from memprm.memory.retriever import Retrieval, Retriever
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -89,8 +108,13 @@ class ItemResult:
     verdict: Verdict
 
     @property
+    def failed(self) -> bool:
+        """The reader's or the judge's call failed: not scored, no credit (see the module docstring)."""
+        return self.answer.failed or self.verdict.failed
+
+    @property
     def correct(self) -> bool:
-        return self.verdict.correct and not self.answer.failed
+        return self.verdict.correct and not self.failed
 
 
 @dataclass(frozen=True)
@@ -99,9 +123,18 @@ class ExamResult:
 
     @property
     def accuracy(self) -> float:
-        """R: weighted accuracy in [0, 1]; 0.0 for an empty quiz."""
-        total = sum(r.item.weight for r in self.results)
+        """R: weighted accuracy in [0, 1] over the items that did not fail; 0.0 for an empty quiz or one whose
+        items all failed."""
+        total = sum(r.item.weight for r in self.results if not r.failed)
         return sum(r.item.weight for r in self.results if r.correct) / total if total else 0.0
+
+    @property
+    def n_failed(self) -> int:
+        return sum(r.failed for r in self.results)
+
+    @property
+    def all_failed(self) -> bool:
+        return bool(self.results) and self.n_failed == len(self.results)
 
     @property
     def context_tokens(self) -> float:
@@ -122,20 +155,48 @@ class ReaderCache:
     lookups: int = 0
 
     def answer(self, question: Question, retrieval: Retrieval) -> tuple[ReaderAnswer, Verdict]:
-        self.lookups += 1
-        key = (question.id, question.text, reader_input_key(retrieval))
-        ans = self.answers.get(key)
-        if ans is None:
-            ans = self.reader.answer(question, retrieval)
-            self.answers[key] = ans
-            self.reader_calls += 1
-        vkey = (question.id, ans.answer)
-        verdict = self.verdicts.get(vkey)
-        if verdict is None:
-            verdict = self.judge.judge(question, ans.answer)
-            self.verdicts[vkey] = verdict
-            self.judge_calls += 1
-        return ans, verdict
+        return self.answer_many([(question, retrieval)])[0]
+
+    def answer_many(self, asks: Sequence[tuple[Question, Retrieval]]) -> list[tuple[ReaderAnswer, Verdict]]:
+        """(answer, verdict) of every (question, retrieval), in input order (see "Concurrency" above). A
+        failed answer is not judged: its verdict is ``Verdict(False, 0.0, failed=True)``."""
+        self.lookups += len(asks)
+        keys = [(q.id, q.text, reader_input_key(r)) for q, r in asks]
+        todo = dict(zip(keys, asks, strict=True))
+        todo = {k: a for k, a in todo.items() if k not in self.answers}
+        self.answers.update(_fan_out(lambda a: self.reader.answer(*a), todo, concurrency(self.reader)))
+        self.reader_calls += len(todo)
+        answers = [self.answers[k] for k in keys]
+        vtodo = {(q.id, a.answer): q for (q, _), a in zip(asks, answers, strict=True) if not a.failed}
+        vtodo = {k: q for k, q in vtodo.items() if k not in self.verdicts}
+        self.verdicts.update(
+            _fan_out(
+                lambda kq: self.judge.judge(kq[1], kq[0][1]), vtodo, concurrency(self.judge), pass_key=True
+            )
+        )
+        self.judge_calls += len(vtodo)
+        return [
+            (a, _FAILED if a.failed else self.verdicts[(q.id, a.answer)])
+            for (q, _), a in zip(asks, answers, strict=True)
+        ]
+
+
+_FAILED = Verdict(correct=False, score=0.0, failed=True)
+
+
+def concurrency(role: object) -> int:
+    """How many questions a role may be sent at once: its ``max_concurrency`` attribute, else 1."""
+    return max(1, int(getattr(role, "max_concurrency", 1)))
+
+
+def _fan_out(fn: Callable, todo: dict[K, V], workers: int, pass_key: bool = False) -> dict[K, object]:
+    """``{k: fn(v)}`` (``fn((k, v))`` with ``pass_key``) over ``todo``, ``workers`` at a time (sequential in this
+    thread for one worker or one item)."""
+    args = list(todo.items()) if pass_key else list(todo.values())
+    if workers <= 1 or len(args) <= 1:
+        return dict(zip(todo, [fn(a) for a in args], strict=True))
+    with ThreadPoolExecutor(max_workers=min(workers, len(args))) as pool:
+        return dict(zip(todo, pool.map(fn, args), strict=True))
 
 
 def reader_input_key(retrieval: Retrieval) -> tuple:
@@ -160,9 +221,8 @@ def run_exam(
     identical reader inputs are answered once; without one a fresh cache is used.
     """
     cache = cache if cache is not None else ReaderCache(reader, judge)
-    results = []
-    for item in quiz.items:
-        retrieval = retriever.retrieve(bank, item.question.text)
-        answer, verdict = cache.answer(item.question, retrieval)
-        results.append(ItemResult(item, retrieval, answer, verdict))
-    return ExamResult(tuple(results))
+    retrievals = [retriever.retrieve(bank, item.question.text) for item in quiz.items]
+    answered = cache.answer_many([(item.question, r) for item, r in zip(quiz.items, retrievals, strict=True)])
+    return ExamResult(
+        tuple(ItemResult(i, r, a, v) for i, r, (a, v) in zip(quiz.items, retrievals, answered, strict=True))
+    )

@@ -11,6 +11,11 @@ layer up to the window's end, which every policy shares, so the gates do not dep
 Gates 2 and 3 make the probe a controlled measurement: the answer comes from the anchor's memory and nowhere
 else (not from world knowledge, not from another turn). Pass rates of each gate and the anchor-removal error
 rate (of probes passing gate 1, the share answered wrongly without the anchor) are reported.
+
+A probe for which any of the three answers failed (reader or judge call; :mod:`memprm.env.exam`) is dropped and
+counted in ``failed``: a failed closed-book answer is no "wrong closed-book", so it can pass no gate. Rates are
+over the probes whose three answers all came back (``n_probes - failed``). The 3·n answers are sent together
+(:meth:`ReaderCache.answer_many`, concurrently for LLM roles).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 
 from memprm.data.records import Question
 from memprm.env.exam import ReaderCache
+from memprm.llm.failures import LEDGER
 from memprm.memory.bank import MemoryBank
 from memprm.memory.retriever import Retrieval, Retriever
 
@@ -33,10 +39,12 @@ class GateReport:
     gate3: int  # wrong without the anchor's entries
     anchor_removal_errors: int  # among gate-1 passes, wrong without the anchor
     unknown_anchor: int  # probes whose anchor has no entry in the reference bank (dropped)
+    failed: int = 0  # probes with a failed gate answer (dropped, in no gate count)
 
     def rates(self) -> dict[str, float]:
-        n = max(self.n_probes, 1)
+        n = max(self.n_probes - self.failed, 1)
         return {
+            "failed_share": self.failed / max(self.n_probes, 1),
             "gate1_pass": self.gate1 / n,
             "gate2_pass": self.gate2 / n,
             "gate3_pass": self.gate3 / n,
@@ -52,7 +60,8 @@ def anchor_entries(bank: MemoryBank, anchor: str) -> list[str]:
 def gate_probes(
     probes: Sequence[Question], reference: MemoryBank, cache: ReaderCache, retriever: Retriever
 ) -> GateReport:
-    kept, g1, g2, g3, are, unknown = [], 0, 0, 0, 0, 0
+    kept, g1, g2, g3, are, unknown, failed = [], 0, 0, 0, 0, 0, 0
+    asked, asks = [], []
     for p in probes:
         if len(p.evidence) != 1:
             raise ValueError(f"probe {p.id!r} must name exactly one anchor turn, has evidence {p.evidence}")
@@ -60,13 +69,24 @@ def gate_probes(
         if not anchors:
             unknown += 1
             continue
-        ok_with = cache.answer(p, retriever.retrieve(reference, p.text))[1].correct
-        ok_closed = cache.answer(p, Retrieval(p.text, ()))[1].correct
-        ok_without = cache.answer(p, retriever.retrieve(reference.without(anchors), p.text))[1].correct
+        asked.append(p)
+        asks += [
+            (p, retriever.retrieve(reference, p.text)),
+            (p, Retrieval(p.text, ())),
+            (p, retriever.retrieve(reference.without(anchors), p.text)),
+        ]
+    answered = cache.answer_many(asks)
+    for i, p in enumerate(asked):
+        three = answered[3 * i : 3 * i + 3]
+        if any(a.failed or v.failed for a, v in three):
+            failed += 1
+            continue
+        ok_with, ok_closed, ok_without = (v.correct for _, v in three)
         g1 += ok_with
         g2 += not ok_closed
         g3 += not ok_without
         are += ok_with and not ok_without
         if ok_with and not ok_closed and not ok_without:
             kept.append(p)
-    return GateReport(tuple(kept), len(probes), g1, g2, g3, are, unknown)
+    LEDGER.add(gate_probes_failed=failed)
+    return GateReport(tuple(kept), len(probes), g1, g2, g3, are, unknown, failed)

@@ -11,7 +11,12 @@
    miss_t and the critic's shaping s̃_t (suffix-min by default);
 4. write one fork back as the new mainline, chosen uniformly at random (not the best).
 
-Wall time is split into policy, critic, embedding and the rest (``stats["time/..."]``).
+Wall time is split into policy, critic, embedding and the rest (``stats["time/..."]``). The group's LLM traffic
+(``llm/<role>/<counter>``, ``llm/questions``, ``llm/failures``, ``llm/failure_share``: what the group's calls
+added to :mod:`memprm.llm.stats`), its audits' failure and citation counts summed over the rollouts
+(``audit/failed_answers``, ``audit/failed_verdicts``, ``audit/failed_deletion_tests``, ``audit/citation_cap_hits``,
+``audit/dropped_citations``, ``audit/cited_share``, ``reader/missing_citations``) and the probes dropped for a
+failed gate answer (``probe/failed``) are in ``GroupBatch.stats`` too.
 """
 
 from __future__ import annotations
@@ -35,8 +40,10 @@ from memprm.credit import (
 from memprm.credit.online_labels import online_labels
 from memprm.data.records import Dialogue
 from memprm.data.rollout_types import GroupBatch, RolloutSteps
+from memprm.env.audit import AuditCounts
 from memprm.env.exam import ReaderCache
 from memprm.env.memory_env import MemoryEnv, advance_reference
+from memprm.llm import failures
 from memprm.memory.bank import MANAGED_LAYERS, MemoryBank
 from memprm.models.policy_api import GateSample
 
@@ -113,7 +120,7 @@ class GroupRunner:
         """One episode. ``reference`` (the verbatim bank through the previous window) is advanced in place.
         Returns the batch and the new mainline bank."""
         sw, t0 = self.stopwatch, time.perf_counter()
-        before = dict(sw.seconds)
+        before, llm_before = dict(sw.seconds), failures.snapshot()
         banks = [mainline.fork() for _ in range(self.cfg.group_size)]
         plays, samples = [], []
         for bank in banks:
@@ -130,12 +137,13 @@ class GroupRunner:
         advance_reference(reference, dialogue, window)
         cache = ReaderCache(self.env.reader, self.env.judge)
         prepared = self.env.prepare_quiz(dialogue, window, reference, cache)
-        rollouts = []
+        rollouts, audits = [], AuditCounts()
         # reader calls (cache misses) of the probe gates, the group's exams and their audits
         calls = {"gate": cache.reader_calls, "quiz": 0, "audit": 0}
         for bank, play, recorded in zip(banks, plays, samples, strict=True):
             c0 = cache.reader_calls
             exam, audit = self.env.examine(bank, prepared.quiz, cache, play)
+            audits.add(audit.counts)
             calls["audit"] += audit.counts.reader_calls
             calls["quiz"] += cache.reader_calls - c0 - audit.counts.reader_calls
             u_entry = presence_credit(
@@ -165,6 +173,8 @@ class GroupRunner:
         stats |= {f"time/{k}": v for k, v in spent.items()} | {"time/total": total}
         stats["time/outside_models_share"] = max(0.0, total - sum(spent.values())) / max(total, 1e-9)
         stats |= {f"audit/{k}_reader_calls": float(v) for k, v in calls.items()}
+        stats |= failure_stats(audits, prepared.gates.failed)
+        stats |= failures.log_dict(failures.delta(llm_before, failures.snapshot()))
         batch = GroupBatch(dialogue.id, window, tuple(rollouts), len(prepared.quiz), write_back, stats)
         return batch, banks[write_back]
 
@@ -174,3 +184,17 @@ class GroupRunner:
         with self.stopwatch("critic"):
             p = np.asarray(self.critic(list(critic_inputs)), dtype=np.float64)  # [T]
         return suffix_min_shaping(p, noop) if self.cfg.shaping == "suffix_min" else sum_shaping(p, noop)
+
+
+def failure_stats(audits: AuditCounts, failed_probes: int) -> dict[str, float]:
+    """A group's failure and citation counts (summed over its rollouts' audits) as ``GroupBatch.stats``."""
+    out = {
+        f"audit/{k}": float(getattr(audits, k))
+        for k in ("failed_answers", "failed_verdicts", "failed_deletion_tests", "citation_cap_hits",
+                  "dropped_citations")
+    }  # fmt: skip
+    return out | {
+        "audit/cited_share": audits.cited_share,
+        "reader/missing_citations": float(audits.missing_citations),
+        "probe/failed": float(failed_probes),
+    }

@@ -19,14 +19,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from memprm.credit.tiers import Neighbour, TeacherDecision
 from memprm.credit.types import Step
 from memprm.data.records import Dialogue
 from memprm.env.audit import AuditResult
 from memprm.env.exam import ReaderCache
 from memprm.env.memory_env import MemoryEnv, Policy, advance_reference
+from memprm.llm.failures import FailureGuard
+from memprm.logs import progress
 from memprm.memory.bank import MemoryBank
 
 FORMAT, VERSION = "memprm.trajectories", 1
@@ -59,9 +59,10 @@ class DialogueTrajectory:
 
 
 def run_trajectory(
-    env: MemoryEnv, dialogue: Dialogue, manager: Policy, cache: ReaderCache
+    env: MemoryEnv, dialogue: Dialogue, manager: Policy, cache: ReaderCache, guard: FailureGuard | None = None
 ) -> DialogueTrajectory:
-    """``manager`` manages ``dialogue`` from an empty bank, window by window (one rollout, no forking)."""
+    """``manager`` manages ``dialogue`` from an empty bank, window by window (one rollout, no forking). With a
+    ``guard``, each window's LLM failure share is checked after its exam and audit (the run stops there)."""
     bank, reference, windows = MemoryBank(), MemoryBank(), []
     for session in dialogue.sessions:
         play = env.play_window(dialogue, session.index, bank, manager)
@@ -81,13 +82,19 @@ def run_trajectory(
                 invalid_actions=play.invalid_actions,
             )
         )
+        if guard is not None:
+            guard.check(f"dialogue {dialogue.id}, window {session.index}")
     return DialogueTrajectory(dialogue.id, tuple(windows), bank)
 
 
 def run_trajectories(
     env: MemoryEnv, dialogues: Sequence[Dialogue], manager: Policy, cache: ReaderCache, desc: str = "teacher"
 ) -> list[DialogueTrajectory]:
-    return [run_trajectory(env, d, manager, cache) for d in tqdm(dialogues, desc=desc, unit="dialogue")]
+    """:func:`run_trajectory` of every dialogue; stops (:class:`~memprm.llm.failures.LLMFailureRateError`) after a
+    window whose LLM failure share exceeds ``llm.max_failure_share``."""
+    guard = FailureGuard()
+    with progress(dialogues, desc=desc, unit="dialogue") as bar:  # closed before an error propagates
+        return [run_trajectory(env, d, manager, cache, guard) for d in bar]
 
 
 # --------------------------------------------------------------------------------------------- disk

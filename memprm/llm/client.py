@@ -7,11 +7,20 @@ Choices, documented once:
   every 5xx, timeouts, connection errors, and 200 bodies that are not a chat completion (bad JSON, no
   ``choices``). Backoff is exponential with jitter, ``d = min(backoff_max_s, backoff_base_s·2^k)`` slept as
   ``d·U(0.5, 1)``; a ``Retry-After`` / ``Retry-After-Ms`` header replaces it (capped by ``backoff_max_s``, no
-  jitter). Any other 4xx (bad key, unknown model, bad request) is a configuration error: raised at once as
-  :class:`LLMRequestError`.
-- **Failures are values.** When transport retries run out, or a reply is still not the expected format after
-  ``format_retries`` re-asks, the question gets a :class:`Failure` (counted in ``failures``) — a wrong answer
-  for the caller, never an exception.
+  jitter). 401 and 403 (the key is wrong or lacks access) stop the run at once: :class:`LLMAuthError`, whose
+  one-line message names the endpoint and the key's variable. Any other 4xx (400 for a context that is too
+  long, 404 for an unknown model, 422, ...) fails that one question: a :class:`Failure` of kind ``request``,
+  not retried (a wrong setting fails every question, and the failure-share stop of
+  :mod:`memprm.llm.failures` ends the run naming it).
+- **Bounded waiting.** One question (a :meth:`LLMClient.complete` / :meth:`LLMClient.complete_json` call, its
+  transport retries, backoff sleeps and format re-asks together) waits at most ``question_timeout_s``
+  (default 60 s): an attempt's timeout is cut to the time left, a backoff sleep that would end past the
+  deadline is not slept, and no attempt starts with under 0.1 s left. With the defaults a dead endpoint costs
+  at most 60 s per question (two 30 s attempts, or four fast 5xx answers with ~3.5 s of backoff).
+- **Failures are values.** When transport retries run out (or the question's time does), a 4xx fails the
+  request, or a reply is still not the expected format after ``format_retries`` re-asks, the question gets a
+  :class:`Failure` (counted in ``failures`` and by kind) — never an exception. Callers treat it as its own
+  outcome, never as an answer (:mod:`memprm.env.exam`: no credit of any kind comes from a failed call).
 - **Format re-asks.** :meth:`LLMClient.complete_json` parses the reply as one JSON object (a ```json fence, or
   prose around the outermost ``{...}``, is tolerated) and passes it to ``validate``, which reports a bad shape
   by raising ``ValueError`` (``KeyError`` and ``TypeError`` — a missing field, a wrong type — are treated the
@@ -67,8 +76,17 @@ class LLMConfigError(ValueError):
     """The client cannot be built as configured (e.g. the API-key variable is not set)."""
 
 
-class LLMRequestError(RuntimeError):
-    """The server refused the request for a reason retrying cannot fix (a 4xx such as 400, 401, 404)."""
+class LLMStop(RuntimeError):
+    """The run cannot go on with this endpoint; the message is one line naming the endpoint and the cause
+    (the CLI prints it without a traceback)."""
+
+
+class LLMRequestError(LLMStop):
+    """The server refused the request for a reason retrying cannot fix and that fails every request."""
+
+
+class LLMAuthError(LLMRequestError):
+    """HTTP 401 / 403: the API key is missing, wrong or lacks access to the model."""
 
 
 @dataclass(frozen=True)
@@ -89,14 +107,17 @@ class LLMConfig:
     temperature: float = 0.0
     #: cap on completion tokens; ``None`` leaves it to the server. Part of the cache key.
     max_tokens: int | None = 1024
-    #: per-request timeout in seconds (connect, read, write each).
-    timeout_s: float = 60.0
+    #: per-request timeout in seconds (connect, read, write each), cut to what is left of the question's time.
+    timeout_s: float = 30.0
     #: transport retries after the first attempt (429, 5xx, timeouts, connection errors, unparseable bodies).
-    max_retries: int = 5
+    max_retries: int = 3
     #: first backoff step in seconds; doubles per retry.
     backoff_base_s: float = 0.5
     #: cap on one backoff sleep, ``Retry-After`` included.
-    backoff_max_s: float = 30.0
+    backoff_max_s: float = 10.0
+    #: most seconds one question may take in total: every attempt, backoff sleep and format re-ask (see
+    #: "Bounded waiting" in the module docstring).
+    question_timeout_s: float = 60.0
     #: most requests of one client in flight at once.
     max_concurrency: int = 8
     #: re-asks after a reply that is not the expected JSON, before the question is recorded as a failure.
@@ -117,6 +138,8 @@ class LLMConfig:
             raise ValueError(f"llm.max_tokens must be >= 1 or null, got {self.max_tokens}")
         if not self.timeout_s > 0:
             raise ValueError(f"llm.timeout_s must be > 0, got {self.timeout_s}")
+        if not self.question_timeout_s > 0:
+            raise ValueError(f"llm.question_timeout_s must be > 0, got {self.question_timeout_s}")
         if self.max_retries < 0:
             raise ValueError(f"llm.max_retries must be >= 0, got {self.max_retries}")
         if self.backoff_base_s < 0 or self.backoff_max_s < self.backoff_base_s:
@@ -151,7 +174,8 @@ class Failure:
 
     reason: str
     raw: str | None  # the last reply's text (format failures), None when no reply arrived
-    kind: Literal["transport", "format"] = "format"
+    #: ``transport`` (retries or time ran out), ``format`` (re-asks ran out), ``request`` (a 4xx for this request)
+    kind: Literal["transport", "format", "request"] = "format"
 
 
 def _read_key(cfg: LLMConfig, role: str) -> str:
@@ -188,6 +212,17 @@ def _check_messages(messages: Sequence[Mapping[str, str]], role: str) -> list[di
     return out
 
 
+_MIN_ATTEMPT_S = 0.1  # no attempt starts with less of the question's time left
+
+
+class _Refused(Exception):
+    """A 4xx that fails this request only (not retried)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class _Transient(Exception):
     """An attempt that may succeed if retried."""
 
@@ -218,9 +253,11 @@ class LLMClient:
     # --- public API ------------------------------------------------------------------------------------
     def complete(self, messages: Sequence[Mapping[str, str]]) -> Completion | Failure:
         """The model's reply, from the cache or the server; a :class:`Failure` when transport retries run out."""
-        out = self._ask(_check_messages(messages, self.role))
+        convo = _check_messages(messages, self.role)
+        self.stats.add(questions=1)
+        out = self._ask(convo, time.monotonic() + self.cfg.question_timeout_s)
         if isinstance(out, Failure):
-            self.stats.add(failures=1)
+            self._fail(out)
         return out
 
     def complete_json(
@@ -228,13 +265,15 @@ class LLMClient:
     ) -> T | Failure:
         """``validate(reply as a JSON object)``, re-asking up to ``format_retries`` times on a bad reply."""
         convo = _check_messages(messages, self.role)
+        self.stats.add(questions=1)
+        deadline = time.monotonic() + self.cfg.question_timeout_s
         reason, raw = "", ""
         for attempt in range(self.cfg.format_retries + 1):
             if attempt:
                 self.stats.add(reasks=1)
-            out = self._ask(convo)
+            out = self._ask(convo, deadline)
             if isinstance(out, Failure):
-                self.stats.add(failures=1)
+                self._fail(out)
                 return out
             try:
                 return validate(parse_json_object(out.text))
@@ -247,14 +286,15 @@ class LLMClient:
                     {"role": "assistant", "content": out.text},
                     {"role": "user", "content": REASK_TEMPLATE.format(error=reason)},
                 ]
-        self.stats.add(failures=1)
         log.warning(
             "role=%s: reply still not usable after %d re-asks: %s",
             self.role,
             self.cfg.format_retries,
             self._redact(reason),
         )
-        return Failure(reason=reason, raw=raw, kind="format")
+        out = Failure(reason=reason, raw=raw, kind="format")
+        self._fail(out)
+        return out
 
     def complete_many(self, batch: Sequence[Sequence[Mapping[str, str]]]) -> list[Completion | Failure]:
         """:meth:`complete` over a batch, ``max_concurrency`` at a time, results in input order."""
@@ -272,6 +312,9 @@ class LLMClient:
             self.cache.close()
 
     # --- internals -------------------------------------------------------------------------------------
+    def _fail(self, failure: Failure) -> None:
+        self.stats.fail(failure.kind, self.cfg.base_url, self._redact(failure.reason)[:300])
+
     def _map(self, fn: Callable[[Any], T], batch: Sequence[Any]) -> list[T]:
         items = list(batch)
         if len(items) <= 1:
@@ -279,8 +322,9 @@ class LLMClient:
         with ThreadPoolExecutor(max_workers=min(self.cfg.max_concurrency, len(items))) as pool:
             return list(pool.map(fn, items))
 
-    def _ask(self, messages: list[dict[str, str]]) -> Completion | Failure:
-        """One model request: cache, else HTTP with transport retries. Counts ``calls`` and below."""
+    def _ask(self, messages: list[dict[str, str]], deadline: float) -> Completion | Failure:
+        """One model request: cache, else HTTP with transport retries until ``deadline`` (``time.monotonic``).
+        Counts ``calls`` and below."""
         self.stats.add(calls=1)
         key = cache_key(self.cfg.model, self.cfg.model_version, messages, self.cfg.sampling_params())
         if self.cache is not None:
@@ -289,10 +333,18 @@ class LLMClient:
                 self.stats.add(cache_hits=1)
                 log.debug("role=%s: cache hit %s", self.role, key[:12])
                 return self._from_cache(hit, key)
-        reason = ""
+        reason, attempts = "", 0
         for attempt in range(self.cfg.max_retries + 1):
+            left = deadline - time.monotonic()
+            if left < _MIN_ATTEMPT_S:
+                reason = f"{reason}; no time left of llm.question_timeout_s={self.cfg.question_timeout_s:g}"
+                break
+            attempts += 1
             try:
-                text, n_in, n_out, finish = self._post(messages, attempt)
+                text, n_in, n_out, finish = self._post(messages, attempt, min(self.cfg.timeout_s, left))
+            except _Refused as exc:
+                log.warning("role=%s: %s (not retried)", self.role, self._redact(exc.reason))
+                return Failure(reason=f"request: {exc.reason}", raw=None, kind="request")
             except _Transient as exc:
                 reason = exc.reason
                 if attempt == self.cfg.max_retries:
@@ -302,6 +354,11 @@ class LLMClient:
                 delay = backoff_s(
                     attempt, self.cfg.backoff_base_s, self.cfg.backoff_max_s, exc.retry_after, u
                 )
+                if time.monotonic() + delay + _MIN_ATTEMPT_S > deadline:
+                    reason = (
+                        f"{reason}; no time left of llm.question_timeout_s={self.cfg.question_timeout_s:g}"
+                    )
+                    break
                 self.stats.add(retries=1)
                 log.warning(
                     "role=%s: %s (attempt %d of %d); retrying in %.3fs",
@@ -318,15 +375,12 @@ class LLMClient:
                 value = {"text": text, "tokens_in": n_in, "tokens_out": n_out, "finish_reason": finish}
                 self.cache.put(key, json.dumps(value, ensure_ascii=False))
             return Completion(text, n_in, n_out, cached=False, finish_reason=finish)
-        log.warning(
-            "role=%s: giving up after %d attempts: %s",
-            self.role,
-            self.cfg.max_retries + 1,
-            self._redact(reason),
-        )
+        log.warning("role=%s: giving up after %d attempts: %s", self.role, attempts, self._redact(reason))
         return Failure(reason=f"transport: {reason}", raw=None, kind="transport")
 
-    def _post(self, messages: list[dict[str, str]], attempt: int) -> tuple[str, int, int, str | None]:
+    def _post(
+        self, messages: list[dict[str, str]], attempt: int, timeout: float
+    ) -> tuple[str, int, int, str | None]:
         params: dict[str, Any] = {"temperature": self.cfg.temperature}
         if self.cfg.max_tokens is not None:
             params["max_tokens"] = self.cfg.max_tokens
@@ -337,19 +391,27 @@ class LLMClient:
             )
             try:
                 raw = self._openai.chat.completions.with_raw_response.create(
-                    model=self.cfg.model, messages=messages, **params
+                    model=self.cfg.model, messages=messages, timeout=timeout, **params
                 )
                 body = raw.text
             except openai.APIStatusError as exc:
                 code = exc.status_code
                 if code in _RETRY_STATUS or code >= 500:
                     raise _Transient(f"HTTP {code}", retry_after_s(exc.response.headers)) from None
-                raise LLMRequestError(
-                    f"LLM role {self.role!r}: {self.cfg.base_url} answered HTTP {code} for model "
-                    f"{self.cfg.model!r}: {self._redact(str(exc))[:500]}"
-                ) from None
+                detail = " ".join(self._redact(str(exc)).split())[:300]
+                if code in (401, 403):
+                    key = (
+                        f"the API key in ${self.cfg.api_key_env}"
+                        if self.cfg.api_key_env
+                        else "a request without key"
+                    )
+                    raise LLMAuthError(
+                        f"LLM role {self.role!r}: {self.cfg.base_url} refused {key} with HTTP {code} for model "
+                        f"{self.cfg.model!r} (set a valid key, or llm.{self.role}.api_key_env): {detail}"
+                    ) from None
+                raise _Refused(f"HTTP {code} for model {self.cfg.model!r}: {detail}") from None
             except openai.APITimeoutError:
-                raise _Transient(f"timed out after {self.cfg.timeout_s:g}s") from None
+                raise _Transient(f"timed out after {timeout:g}s") from None
             except openai.APIConnectionError as exc:
                 cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "no detail"
                 raise _Transient(f"connection error ({cause})") from None

@@ -26,7 +26,8 @@ silent default. ``correct = score >= threshold``.
 
 ``LLMJudge`` asks an OpenAI-compatible model for ``{"label": "CORRECT" | "WRONG"}`` with one of the templates
 ``memprm/prompts/judge_*.txt``, chosen by :func:`template_name`; a blank answer is wrong without a call, and a
-:class:`~memprm.llm.client.Failure` after the client's re-asks is ``Verdict(False, 0.0, failed=True)``.
+:class:`~memprm.llm.client.Failure` after the client's re-asks is ``Verdict(False, 0.0, failed=True)``: a
+failed verdict, which the exam does not score (never a "wrong").
 """
 
 from __future__ import annotations
@@ -280,6 +281,11 @@ class LLMJudge:
         missing = [n for n in TEMPLATE_NAMES if n not in self.templates]
         if missing:
             raise ValueError(f"LLMJudge: templates missing for {missing}; needed: {list(TEMPLATE_NAMES)}")
+
+    @property
+    def max_concurrency(self) -> int:
+        """Questions the exam may send at once: the client's ``max_concurrency`` (1 for a client without one)."""
+        return int(getattr(getattr(self.client, "cfg", None), "max_concurrency", 1))
 
     def prompt(self, question: Question, answer: str) -> str:
         template = self.templates[template_name(question)]

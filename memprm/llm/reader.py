@@ -33,8 +33,12 @@ as its whole version chain (oldest first):
    that are neither stop words nor question words, preferring capitalized words, numbers and runs that
    follow a cue word ("named", "as", "in", …), near the words it shares with the question.
 
-It cites the entries its answer came from. ``LLMReader`` asks an OpenAI-compatible model for JSON
-``{"answer": ..., "cited": [...]}``; its citations are machine-checked against the retrieved set.
+It cites the entries its answer came from: at most two (one chain, or the two entries of a two-fact join).
+``LLMReader`` asks an OpenAI-compatible model for JSON ``{"answer": ..., "cited": [...]}``; its citations are
+machine-checked against the retrieved set (a reply without ``cited`` cites nothing and is flagged
+``missing_citations``), and a failed call is a ``failed`` answer. Both readers carry ``max_citations``
+(``reader.max_citations``): the audit credits at most that many citations of an answer
+(:mod:`memprm.env.audit`).
 """
 
 from __future__ import annotations
@@ -69,12 +73,18 @@ class ReaderConfig:
     #: extractive: weight w of the word overlap in a version's support, (1 - w)·cosine + w·overlap (the starting
     #: value when ``calibrate_abstention`` is on; calibration chooses it among 0, 0.25, 0.5, 0.75).
     overlap_weight: float = 0.5
+    #: most citations of one answer the audit credits; an answer citing more is counted and its citations
+    #: count only where the deletion test confirms them (:mod:`memprm.env.audit`). The extractive reader
+    #: cites at most two, so the cap never binds it.
+    max_citations: int = 3
 
     def __post_init__(self) -> None:
         if self.kind not in ("extractive", "llm"):
             raise ValueError(f"reader.kind must be 'extractive' or 'llm', got {self.kind!r}")
         if not -1.0 <= self.abstain_threshold <= 1.0:
             raise ValueError(f"reader.abstain_threshold must be in [-1, 1], got {self.abstain_threshold}")
+        if self.max_citations < 1:
+            raise ValueError(f"reader.max_citations must be >= 1, got {self.max_citations}")
         if not 0.0 <= self.overlap_weight <= 1.0:
             raise ValueError(f"reader.overlap_weight must be in [0, 1], got {self.overlap_weight}")
 
@@ -149,6 +159,7 @@ class ExtractiveReader:
         self.cfg = cfg or ReaderConfig()
         self.abstain_threshold = self.cfg.abstain_threshold
         self.overlap_weight = self.cfg.overlap_weight
+        self.max_citations = self.cfg.max_citations
 
     def support_parts(self, question: Question, retrieval: Retrieval) -> tuple[np.ndarray, np.ndarray] | None:
         """(cosines [C], word overlaps [C]) of every retrieved version (None with nothing retrieved): the two
@@ -275,9 +286,15 @@ def extract_span(content: str, question: str) -> str:
 class LLMReader:
     """Reader over an OpenAI-compatible endpoint; prompt in ``memprm/prompts/reader.txt``."""
 
-    def __init__(self, client):
+    def __init__(self, client, max_citations: int = ReaderConfig.max_citations):
         self.client = client
+        self.max_citations = max_citations
         self.template = resources.files("memprm.prompts").joinpath("reader.txt").read_text()
+
+    @property
+    def max_concurrency(self) -> int:
+        """Questions the exam may send at once: the client's ``max_concurrency`` (1 for a client without one)."""
+        return int(getattr(getattr(self.client, "cfg", None), "max_concurrency", 1))
 
     def answer(self, question: Question, retrieval: Retrieval) -> ReaderAnswer:
         context = render_retrieval(retrieval)
@@ -285,10 +302,12 @@ class LLMReader:
         prompt = self.template.format(memory=context, question=question.text, date=date)
         result = self.client.complete_json([{"role": "user", "content": prompt}], _validate_reader)
         tokens = approx_tokens(prompt)  # complete_json returns the parsed object, not usage
-        if not isinstance(result, dict):  # a Failure after bounded re-asks: counted, judged wrong
+        if not isinstance(result, dict):  # a Failure: its own outcome, never an answer
             return ReaderAnswer("", (), context_tokens=tokens, failed=True)
         kept, dropped = check_citations(result["cited"], retrieval)
-        return ReaderAnswer(result["answer"], kept, dropped, context_tokens=tokens)
+        return ReaderAnswer(
+            result["answer"], kept, dropped, context_tokens=tokens, missing_citations=result["missing"]
+        )
 
 
 def _validate_reader(obj: dict) -> dict:
@@ -297,4 +316,4 @@ def _validate_reader(obj: dict) -> dict:
     cited = obj.get("cited", [])
     if not isinstance(cited, list) or not all(isinstance(c, str) for c in cited):
         raise ValueError("'cited' must be a list of entry id strings")
-    return {"answer": obj["answer"], "cited": cited}
+    return {"answer": obj["answer"], "cited": cited, "missing": "cited" not in obj}

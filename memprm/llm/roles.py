@@ -28,8 +28,11 @@ class ReaderAnswer:
     dropped_citations: tuple[str, ...] = ()
     #: size of the reader's context (rendered memory + question), in the reader's tokens.
     context_tokens: int = 0
-    #: the reader's output was unusable after retries (judged wrong, counted).
+    #: the reader's call failed (transport, format or a 4xx): its own outcome, never an answer — not judged,
+    #: not scored, no credit of any kind (counted).
     failed: bool = False
+    #: the reader's reply had no ``cited`` field (read as citing nothing, counted).
+    missing_citations: bool = False
 
 
 class Reader(Protocol):
@@ -41,7 +44,7 @@ class Verdict:
     correct: bool
     #: a graded score in [0, 1] where the judge has one (token F1), else 1.0 / 0.0.
     score: float
-    #: the judge's output was unusable after retries (counted; the answer is judged wrong).
+    #: the judge's call failed: its own outcome, never a verdict — the question is not scored (counted).
     failed: bool = False
 
 

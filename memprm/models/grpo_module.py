@@ -44,8 +44,10 @@ ranks; ``batch_size`` = the number of groups):
   loss was computed);
 - ``bank/entries``, ``bank/versions_per_entry``, ``bank/context_tokens``: means over the rollouts whose
   ``RolloutSteps.stats`` carry the key (not logged when none does);
-- ``audit/{gate,quiz,audit}_reader_calls`` (reader calls of building, answering and auditing a group's quiz)
-  and ``probe/*`` (gate pass rates): means over the groups whose ``GroupBatch.stats`` carry the key.
+- ``audit/{gate,quiz,audit}_reader_calls`` (reader calls of building, answering and auditing a group's quiz),
+  ``audit/*`` failure and citation counts, ``reader/missing_citations``, ``probe/*`` (gate pass rates, probes
+  dropped for a failed answer) and ``llm/*`` (the group's LLM traffic and failures, per role and in all; see
+  :mod:`memprm.env.rollout`): means over the groups whose ``GroupBatch.stats`` carry the key.
 
 DDP caveat: every rank must take the same number of optimizer steps per training step (each one
 all-reduces gradients). With ``minibatch_size = 0`` that holds as long as no rank skips all its groups;
@@ -79,6 +81,8 @@ from memprm.models.policy_api import GateSample
 #: status of a group whose rollouts have no gate step at all (nothing to train; counted, not an error).
 EMPTY = "empty"
 BANK_STATS = ("entries", "versions_per_entry", "context_tokens")
+#: ``GroupBatch.stats`` keys logged (as means over groups) by prefix.
+GROUP_STAT_PREFIXES = ("audit/", "probe/", "reader/", "llm/")
 _LOGPROB_TOL = 1e-4  # float32 log-softmax may round a log-prob of ~0 slightly above 0
 
 
@@ -95,7 +99,7 @@ class PreparedBatch:
     breakdowns: tuple[RewardBreakdown, ...]  # every rollout with steps, all groups
     tasks: np.ndarray  # [n_rollouts] R of every rollout of every group
     bank: tuple[tuple[str, float], ...]  # (key, mean over rollouts carrying it) for BANK_STATS present
-    #: (key, mean over the groups carrying it) of the groups' ``audit/*`` and ``probe/*`` stats
+    #: (key, mean over the groups carrying it) of the groups' ``audit/*``, ``probe/*``, ``reader/*``, ``llm/*``
     group_stats: tuple[tuple[str, float], ...] = ()
 
     @property
@@ -208,7 +212,7 @@ def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> 
         breakdowns=tuple(breakdowns),
         tasks=np.array(tasks, dtype=np.float64),
         bank=tuple((k, float(np.mean(v))) for k, v in bank.items() if v),
-        group_stats=_group_means(groups, ("audit/", "probe/")),
+        group_stats=_group_means(groups, GROUP_STAT_PREFIXES),
     )
 
 

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
+from memprm.logs import progress as progress_bar
 from memprm.models.policy_api import GateSample
 from memprm.models.scoring_policy import eval_mode
 
@@ -79,7 +79,7 @@ def sft_train(
     order: list[int] = []
     losses: list[float] = []
     with eval_mode(policy):
-        bar = tqdm(range(steps), desc="sft", disable=not progress)
+        bar = progress_bar(range(steps), desc="sft", enabled=progress)
         for _ in bar:
             if not order:  # a new pass; its last batch may be smaller
                 order = torch.randperm(len(samples), generator=generator).tolist()

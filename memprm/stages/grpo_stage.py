@@ -49,6 +49,7 @@ def run_grpo_stage(
     stage_one: Path | None = None,
 ) -> GRPOStageResult:
     from memprm.callbacks import CriticRefresh, DevCheckpointSelection, LambdaAnnealing, ShapingShareMonitor
+    from memprm.callbacks.llm_failures import LLMFailureStop
     from memprm.data.rollout_datamodule import RolloutDataModule
     from memprm.models.critic_refresh import CriticHandle
     from memprm.models.grpo_module import GRPOPolicyModule
@@ -67,7 +68,8 @@ def run_grpo_stage(
     selection = DevCheckpointSelection(dev_accuracy, cfg.dev_selection, dirpath=run_dir / "grpo",
                                        dialogues=dev_selection, test_dialogue_ids=test_ids)  # fmt: skip
     callbacks = [LambdaAnnealing(cfg.grpo.lambda0, cfg.grpo.lambda_inf, cfg.grpo.k_decay), selection,
-                 ShapingShareMonitor(cfg.shaping_monitor, cfg.grpo.weights), *extra_callbacks]  # fmt: skip
+                 ShapingShareMonitor(cfg.shaping_monitor, cfg.grpo.weights),
+                 LLMFailureStop(cfg.llm.max_failure_share), *extra_callbacks]  # fmt: skip
     refresh = None
     if handle is not None and cfg.critic_refresh.every_n_steps > 0:
         refresh = CriticRefresh(handle, cfg.critic_refresh, _validity_audit(cfg, stack, dev, stage_one))

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from memprm.env.exam import ReaderCache
 from memprm.env.memory_env import MemoryEnv
 from memprm.llm.client import LLMClient, LLMConfig
+from memprm.llm.failures import DEFAULT_MAX_FAILURE_SHARE, check_max_failure_share, set_max_failure_share
 from memprm.llm.judge import build_judge
 from memprm.llm.notes import CachedNotes, LLMNoteWriter, NoteWriterConfig, OracleNoteWriter, RuleNoteWriter
 from memprm.llm.probes import FactProbeGenerator, LLMProbeGenerator
@@ -43,6 +44,12 @@ class LLMRoles:
     probes: LLMConfig | None = None
     teacher: LLMConfig | None = None
     notes: LLMConfig | None = None
+    #: stop the run when more than this share of one batch's LLM questions fail (a GRPO batch, a teacher or
+    #: evaluated dialogue; :mod:`memprm.llm.failures`), naming the endpoint and the last error.
+    max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE
+
+    def __post_init__(self) -> None:
+        check_max_failure_share(self.max_failure_share)
 
 
 @dataclass
@@ -67,6 +74,7 @@ def _client(llm: LLMRoles, role: str) -> LLMClient:
 def build_stack(cfg, stopwatch=None) -> Stack:
     """Everything the stages need from a :class:`memprm.config.MemprmConfig`. With a
     :class:`~memprm.env.rollout.Stopwatch`, embedding time is charged to it (key ``embed``)."""
+    set_max_failure_share(cfg.llm.max_failure_share)
     emb = build_embedder(cfg.embedder)
     if stopwatch is not None:
         from memprm.env.rollout import TimedEmbedder
@@ -76,7 +84,7 @@ def build_stack(cfg, stopwatch=None) -> Stack:
     reader = (
         ExtractiveReader(emb, cfg.reader)
         if cfg.reader.kind == "extractive"
-        else LLMReader(_client(cfg.llm, "reader"))
+        else LLMReader(_client(cfg.llm, "reader"), cfg.reader.max_citations)
     )
     judge = build_judge(cfg.judge, _client(cfg.llm, "judge") if cfg.judge.kind == "llm" else None)
     if cfg.probes.kind == "facts":

@@ -16,8 +16,8 @@ class TrainerConfig:
     strategy: str = "auto"
     #: ``32-true``, ``bf16-mixed``, ``16-mixed`` …
     precision: str = "32-true"
-    #: log metrics every this many optimizer steps.
-    log_every_n_steps: int = 5
+    #: log metrics every this many training steps (1: every GRPO step is a point of the curve).
+    log_every_n_steps: int = 1
     #: show tqdm progress bars.
     progress_bar: bool = True
 
