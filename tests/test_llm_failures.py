@@ -489,3 +489,40 @@ def test_default_trainer_logs_every_step_of_a_manually_optimized_module(tmp_path
     acc = EventAccumulator(str(tmp_path / "grpo"))
     acc.Reload()
     assert [e.value for e in acc.Scalars("task/accuracy")] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]  # a curve of 6
+
+
+def test_a_group_with_a_dead_reader_carries_its_failures_gets_no_credit_and_stops_grpo():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from memprm.callbacks.llm_failures import LLMFailureStop
+    from memprm.config import load_config
+    from memprm.credit import CreditConfig
+    from memprm.data.synthetic import SyntheticConfig, generate_synthetic
+    from memprm.env.rollout import GroupRunner, RolloutConfig
+    from memprm.models.policy_api import GateSample
+    from memprm.stages.roles import build_stack
+
+    data = generate_synthetic(
+        SyntheticConfig(n_dialogues=3, n_train=2, n_dev=1, sessions_per_dialogue=2, turns_per_session=6)
+    )
+    stack = build_stack(load_config(None, ["embedder.kind=hashing", "embedder.dim=256"]))
+
+    class TeacherActs:  # the heuristic teacher as the acting policy (writes entries; no model to run)
+        def act(self, obs, greedy=False, generator=None):
+            return stack.teacher(obs), GateSample(prompt="")
+
+    with ChatServer(fault=always(status(500))) as srv:
+        stack.env.reader = LLMReader(LLMClient(cfg_for(srv.base_url, max_retries=0), "group-test-reader"))
+        runner = GroupRunner(stack.env, CreditConfig(), RolloutConfig(group_size=2))
+        batch, _ = runner.run_group(
+            data["train"][0], 1, MemoryBank(), MemoryBank(), TeacherActs(), np.random.default_rng(0)
+        )
+    s = batch.stats
+    assert s["llm/failures"] == s["llm/questions"] == s["llm/group-test-reader/failures_transport"] > 0
+    assert s["llm/failure_share"] == 1.0 and s["probe/failed"] > 0 and s["probe/failed_share"] == 1.0
+    for r in batch.rollouts:  # nothing was measured, so nothing is credited or penalized
+        assert r.task == 0.0 and not r.credit.any() and not r.miss.any() and r.stats["deletion_tests"] == 0
+    with pytest.raises(LLMFailureRateError, match=r"GRPO batch 0 .* last error: group-test-reader at "):
+        LLMFailureStop(0.2).on_train_batch_start(SimpleNamespace(global_step=0), None, [batch], 0)
