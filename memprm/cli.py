@@ -41,6 +41,18 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from memprm.inspect import InspectError, write_page
+
+    try:
+        path = write_page(args.run, args.out, args.dialogue)
+    except InspectError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB); open it in a browser (no server needed)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m memprm",
@@ -52,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     data.set_defaults(func=_cmd_data)
     fit = sub.add_parser("fit", help="run the training pipeline (default: the embedded synthetic default)")
     fit.set_defaults(func=_cmd_fit)
+    inspect = sub.add_parser("inspect", help="write a run's audit trail as one self-contained HTML page")
+    inspect.add_argument("run", help="a run folder of `fit` (with test_audit.jsonl)")
+    inspect.add_argument("--dialogue", default=None, help="detail only this test dialogue")
+    inspect.add_argument("--out", default=None, help="output file (default: RUN/inspect.html)")
+    inspect.set_defaults(func=_cmd_inspect)
     for p in (data, fit):
         p.add_argument("--config", default=None, help="YAML config file (see configs/)")
         p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. data.categories=[1,2,3,4,5]")

@@ -138,7 +138,7 @@ def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
         )
     if "test" in stages:
         res.test, res.table = timed("test", lambda: _test(cfg, stack, policy, untrained, sft_state, splits, run_dir,
-                                                          stages))  # fmt: skip
+                                                          stages, res.critic))  # fmt: skip
         print("\n" + res.table)
     (run_dir / "timings.json").write_text(json.dumps(res.seconds, indent=2))
     print(f"\nrun folder: {run_dir}  (tensorboard --logdir {Path(cfg.output_dir)})")
@@ -168,12 +168,16 @@ def stage_seed(seed: int, stage: str) -> int:
     return zlib.crc32(f"{seed}:{stage}".encode())
 
 
-def _test(cfg, stack, policy, untrained, sft_state, splits, run_dir, stages):
-    """Test accuracy of every policy state the run has, beside the heuristic teacher."""
+def _test(cfg, stack, policy, untrained, sft_state, splits, run_dir, stages, critic_stage=None):
+    """Test accuracy of every policy state the run has, beside the heuristic teacher; every exam is audited
+    into ``test_audit.jsonl``, with the critic's φ at each gate when the run has a critic."""
     import torch
 
     from memprm.env.evaluate import evaluate_manager, greedy_manager
+    from memprm.inspect.trail import TEST_TRAIL, TrailRecorder
     from memprm.stages.test_stage import write_results
+
+    trail = TrailRecorder(cfg.credit, critic_stage.critic.score if critic_stage is not None else None)
 
     current = {k: v.detach().clone() for k, v in policy.named_parameters() if v.requires_grad}
     states = {"untrained": untrained}
@@ -183,9 +187,8 @@ def _test(cfg, stack, policy, untrained, sft_state, splits, run_dir, stages):
         states[f"GRPO ({cfg.arm})"] = current
     results = {}
     if cfg.fit.test_baselines:
-        results["heuristic teacher"] = evaluate_manager(
-            stack.env, splits["test"], stack.teacher, "test: teacher"
-        )
+        results["heuristic teacher"] = evaluate_manager(stack.env, splits["test"], stack.teacher, "test: teacher",
+                                                        audit=True, on_dialogue=trail.observer("heuristic teacher"))
     else:  # the run's final policy only
         states = dict([list(states.items())[-1]])
     params = dict(policy.named_parameters())
@@ -193,10 +196,12 @@ def _test(cfg, stack, policy, untrained, sft_state, splits, run_dir, stages):
         with torch.no_grad():
             for k, v in state.items():
                 params[k].copy_(v)
-        results[name] = evaluate_manager(stack.env, splits["test"], greedy_manager(policy), f"test: {name}")
+        results[name] = evaluate_manager(stack.env, splits["test"], greedy_manager(policy), f"test: {name}",
+                                         audit=True, on_dialogue=trail.observer(name))
     with torch.no_grad():  # leave the policy as training left it
         for k, v in current.items():
             params[k].copy_(v)
+    trail.write(run_dir / TEST_TRAIL)
     return results, write_results(results, run_dir, "test")
 
 

@@ -9,13 +9,13 @@ size; probes are a training signal and are not asked here. Nothing is trained or
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memprm.data.records import Dialogue
-from memprm.env.audit import audit_exam
-from memprm.env.exam import Quiz, QuizItem, ReaderCache, run_exam
-from memprm.env.memory_env import MemoryEnv, Policy
+from memprm.env.audit import AuditResult, audit_exam
+from memprm.env.exam import ExamResult, Quiz, QuizItem, ReaderCache, run_exam
+from memprm.env.memory_env import MemoryEnv, Policy, WindowPlay
 from memprm.llm.failures import FailureGuard
 from memprm.logs import progress as progress_bar
 from memprm.memory.bank import MANAGED_LAYERS, MemoryBank
@@ -47,6 +47,17 @@ class EvalResult:
         return out
 
 
+@dataclass(frozen=True)
+class DialogueEval:
+    """What one dialogue's evaluation left behind, for an ``on_dialogue`` observer (the audit trail)."""
+
+    dialogue: Dialogue
+    bank: MemoryBank  # the final bank
+    plays: tuple[WindowPlay, ...]  # the gates of every window, in order
+    exam: ExamResult
+    audit: AuditResult | None  # with ``audit=True``
+
+
 def evaluate_manager(
     env: MemoryEnv,
     dialogues: Sequence[Dialogue],
@@ -54,9 +65,11 @@ def evaluate_manager(
     desc: str = "eval",
     progress: bool = True,
     audit: bool = False,
+    on_dialogue: Callable[[DialogueEval], None] | None = None,
 ) -> EvalResult:
     """The protocol of the module docstring; ``audit`` also runs the deletion tests of every final bank's exam
-    (:func:`memprm.env.audit.audit_exam`) and counts flipped / tested entries."""
+    (:func:`memprm.env.audit.audit_exam`) and counts flipped / tested entries. ``on_dialogue`` is called with
+    each dialogue's :class:`DialogueEval` (``fit``'s test stage writes the audit trail with it)."""
     cache = ReaderCache(env.reader, env.judge)
     correct: dict[str, list[bool]] = defaultdict(list)
     per_dialogue, tokens, sizes = {}, [], []
@@ -65,14 +78,15 @@ def evaluate_manager(
     bar = progress_bar(dialogues, desc=desc, unit="dialogue", enabled=progress)
     for d in bar:
         bank = MemoryBank()
-        for s in d.sessions:
-            env.play_window(d, s.index, bank, manager)
+        plays = tuple(env.play_window(d, s.index, bank, manager) for s in d.sessions)
         quiz = Quiz(tuple(QuizItem(q, 1.0, "official") for q in d.questions))
         exam = run_exam(bank, quiz, env.reader, env.judge, env.retriever, cache)
-        if audit:
-            records = audit_exam(bank, exam, env.reader, env.judge, env.retriever, cache).records
-            tested += len({r.entry_id for r in records if r.flips is not None})
-            flips += len({r.entry_id for r in records if r.flips})
+        audited = audit_exam(bank, exam, env.reader, env.judge, env.retriever, cache) if audit else None
+        if audited is not None:
+            tested += len({r.entry_id for r in audited.records if r.flips is not None})
+            flips += len({r.entry_id for r in audited.records if r.flips})
+        if on_dialogue is not None:
+            on_dialogue(DialogueEval(d, bank, plays, exam, audited))
         try:
             guard.check(f"{desc}, dialogue {d.id}")
         except Exception:

@@ -1,0 +1,188 @@
+"""The audit trail of a held-out evaluation, written by ``fit``'s test stage and read by ``memprm inspect``.
+
+``test_audit.jsonl`` in the run folder holds one JSON object per line (format ``FORMAT`` version ``VERSION``):
+
+- the first line, ``{"kind": "meta", ...}``: format, version, split, the credit settings used below and
+  whether the critic scored the gates (``critic``);
+- then one ``{"kind": "dialogue", ...}`` line per (manager, dialogue), in evaluation order, with
+
+  - ``bank``: the final bank (:meth:`memprm.memory.bank.MemoryBank.to_dict` without its version log: every
+    entry with its version chain — content, timestamp, source turns, writing op — and the op log, Noops
+    included);
+  - ``twins``: entry id → indices of managed versions whose content is their source turn word for word
+    (case and whitespace aside): a *verbatim twin*, which can never be necessary for an answer;
+  - ``steps``: every gate decision in order (op id, kind, layer, turn, window) with the critic's φ and
+    p(retrieved) on the decision-time rendering (``null`` without a critic);
+  - ``questions``: every question with its retrieved set (layer, entry, score, best version), the answer,
+    its citations (and the dropped ones), the judge's verdict and score, and whether a call failed;
+  - ``audit``: the deletion-test records of :func:`memprm.env.audit.audit_exam` (per retrieved entry and
+    scored question: cited, flips, cures) and its counts;
+  - ``credit``: Eq. (6) per managed entry (the *full* variant with the run's weights and aggregation,
+    whatever the arm's credit variant, so every arm's page shows the measured evidence) and the credit each
+    operation on a chain receives under the run's chain mode.
+
+Nothing here re-runs a model when read: the page is built from these lines alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from memprm.credit.chains import propagate_chain_credit
+from memprm.credit.presence import CreditConfig, CreditVariant, presence_credit
+from memprm.env.evaluate import DialogueEval
+from memprm.memory.bank import MANAGED_LAYERS
+
+FORMAT, VERSION = "memprm.audit_trail", 1
+#: the trail of the test split, in the run folder.
+TEST_TRAIL = "test_audit.jsonl"
+
+#: texts → (φ [N], p [N]), e.g. :meth:`memprm.models.critic.FrozenCritic.score`.
+CriticScore = Callable[[list[str]], tuple[Sequence[float], Sequence[float]]]
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalized(text: str) -> str:
+    """``text`` case-folded with runs of whitespace as one space (what "word for word" compares)."""
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def verbatim_twins(ev: DialogueEval) -> dict[str, list[int]]:
+    """Managed entry id → indices of its versions whose content equals a source turn's text or rendering."""
+    turns = ev.dialogue.turn_index()
+    out: dict[str, list[int]] = {}
+    for e in ev.bank:
+        if e.layer not in MANAGED_LAYERS:
+            continue
+        for i, v in enumerate(e.versions):
+            sources = [turns[t] for t in v.source_turn_ids if t in turns]
+            copies = {normalized(s.text) for s in sources} | {normalized(s.render) for s in sources}
+            if normalized(v.content) in copies:
+                out.setdefault(e.id, []).append(i)
+    return out
+
+
+def eq6_credit(ev: DialogueEval, credit: CreditConfig) -> dict[str, dict[str, float]] | None:
+    """``{"entries": entry → u (Eq. 6, full variant), "ops": op → credit}`` over the managed entries; None
+    without an audit."""
+    if ev.audit is None:
+        return None
+    cfg = replace(credit, variant=CreditVariant.FULL)
+    managed = {e.id for e in ev.bank if e.layer in MANAGED_LAYERS}
+    records = [r for r in ev.audit.records if r.entry_id in managed]
+    entries = presence_credit(records, cfg, entry_ids=sorted(managed))
+    chains = {k: v for k, v in ev.audit.chains.items() if k in managed}
+    return {"entries": entries, "ops": propagate_chain_credit(entries, chains, cfg.chain)}
+
+
+def gate_steps(ev: DialogueEval, critic: CriticScore | None) -> list[dict[str, Any]]:
+    """Every gate decision of the dialogue in order, with φ and p where a critic is given."""
+    steps, inputs = [], []
+    for window, play in zip((s.index for s in ev.dialogue.sessions), ev.plays, strict=True):
+        for s, text in zip(play.steps, play.critic_inputs, strict=True):
+            steps.append({"op_id": s.op_id, "kind": s.kind, "layer": s.layer, "turn_id": s.turn_id,
+                          "window": window, "phi": None, "p": None})  # fmt: skip
+            inputs.append(text)
+    if critic is not None and inputs:
+        phi, p = critic(inputs)
+        for step, a, b in zip(steps, phi, p, strict=True):
+            step["phi"], step["p"] = round(float(a), 4), round(float(b), 4)
+    return steps
+
+
+def question_rows(ev: DialogueEval) -> list[dict[str, Any]]:
+    """Every exam item: the question, its retrieved set, the answer, citations and verdict."""
+    rows = []
+    for r in ev.exam.results:
+        q, a = r.item.question, r.answer
+        rows.append(
+            {
+                "id": q.id,
+                "text": q.text,
+                "category": q.category,
+                "gold": q.answer,
+                "evidence": list(q.evidence),
+                "weight": r.item.weight,
+                "hits": [
+                    {
+                        "entry_id": h.entry.id,
+                        "layer": h.layer,
+                        "score": round(float(h.score), 4),
+                        "version": h.best_version,
+                    }
+                    for h in r.retrieval.hits
+                ],  # fmt: skip
+                "answer": a.answer,
+                "cited": list(a.cited),
+                "dropped_citations": list(a.dropped_citations),
+                "context_tokens": a.context_tokens,
+                "correct": bool(r.correct),
+                "score": float(r.verdict.score),
+                "failed": bool(getattr(a, "failed", False) or getattr(r.verdict, "failed", False)),
+            }
+        )
+    return rows
+
+
+def dialogue_line(
+    ev: DialogueEval, manager: str, credit: CreditConfig, critic: CriticScore | None = None
+) -> dict[str, Any]:
+    """The trail line of one (manager, dialogue) evaluation (see the module docstring)."""
+    bank = ev.bank.to_dict()
+    bank.pop("version_log", None)
+    audit = None
+    if ev.audit is not None:
+        audit = {"records": [asdict(r) for r in ev.audit.records], "counts": asdict(ev.audit.counts)}
+    return {
+        "kind": "dialogue",
+        "manager": manager,
+        "dialogue": ev.dialogue.id,
+        "accuracy": ev.exam.accuracy,
+        "bank": bank,
+        "twins": verbatim_twins(ev),
+        "steps": gate_steps(ev, critic),
+        "questions": question_rows(ev),
+        "audit": audit,
+        "credit": eq6_credit(ev, credit),
+    }
+
+
+@dataclass
+class TrailRecorder:
+    """Collects the trail lines of several managers' evaluations (``recorder.observer(name)`` is an
+    ``on_dialogue`` callback for :func:`memprm.env.evaluate.evaluate_manager`); :meth:`write` writes them."""
+
+    credit: CreditConfig = field(default_factory=CreditConfig)
+    critic: CriticScore | None = None
+    split: str = "test"
+    lines: list[dict[str, Any]] = field(default_factory=list)
+
+    def observer(self, manager: str) -> Callable[[DialogueEval], None]:
+        def record(ev: DialogueEval) -> None:
+            self.lines.append(dialogue_line(ev, manager, self.credit, self.critic))
+
+        return record
+
+    def meta(self) -> dict[str, Any]:
+        credit = asdict(self.credit)
+        credit["variant"], credit["chain"] = str(self.credit.variant), str(self.credit.chain)
+        managers = list(dict.fromkeys(line["manager"] for line in self.lines))
+        return {"kind": "meta", "format": FORMAT, "version": VERSION, "split": self.split,
+                "credit": credit, "critic": self.critic is not None, "managers": managers}  # fmt: skip
+
+    def write(self, path: str | Path) -> Path:
+        """Write the meta line and every dialogue line to ``path`` (a temporary file renamed into place)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        with tmp.open("w", encoding="utf-8") as f:
+            for line in (self.meta(), *self.lines):
+                f.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+        os.replace(tmp, path)
+        return path
