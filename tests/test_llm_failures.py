@@ -13,7 +13,7 @@ from chat_server import ChatServer, after, always, exam_responder, hang, ok, sta
 from fault_scenarios import FACTS, MODES, Mode, make_bank, positive_credit, run_mode, toxic
 
 from memprm.data.records import Question
-from memprm.env.audit import AuditCounts, audit_exam
+from memprm.env.audit import AuditCounts, audit_exam, exclude_questions
 from memprm.env.exam import ExamResult, ItemResult, Quiz, QuizItem, ReaderCache, concurrency, run_exam
 from memprm.env.probe_gates import gate_probes
 from memprm.env.rollout import failure_stats
@@ -99,6 +99,15 @@ def test_500_after_the_first_pass_gives_no_flip_and_no_cure(ok_run):
     _, ids = make_bank()
     assert positive_credit(list(run.audit.records))[ids["alpha"]] == pytest.approx(0.6)  # retrieved + cited
     assert run.reader["failures_transport"] == 3
+
+
+def test_a_question_failed_in_one_rollout_is_dropped_from_the_whole_group(ok_run):
+    exam, audit = ok_run.exam, ok_run.audit
+    assert exclude_questions(audit, exam, set()) is audit
+    same = exclude_questions(audit, exam, {"q3"})  # q3 (the wrong one) failed in another rollout
+    assert {r.question_id for r in same.records} == {"q1", "q2"} and same.correct == {"q1": True, "q2": True}
+    assert same.accuracy == 1.0 and same.counts == audit.counts
+    assert exclude_questions(audit, exam, {"q1"}).accuracy == 0.5
 
 
 def test_forged_ids_are_dropped_and_counted(ok_run):
@@ -522,6 +531,7 @@ def test_a_group_with_a_dead_reader_carries_its_failures_gets_no_credit_and_stop
     s = batch.stats
     assert s["llm/failures"] == s["llm/questions"] == s["llm/group-test-reader/failures_transport"] > 0
     assert s["llm/failure_share"] == 1.0 and s["probe/failed"] > 0 and s["probe/failed_share"] == 1.0
+    assert s["audit/group_dropped_questions"] == batch.quiz_size
     for r in batch.rollouts:  # nothing was measured, so nothing is credited or penalized
         assert r.task == 0.0 and not r.credit.any() and not r.miss.any() and r.stats["deletion_tests"] == 0
     with pytest.raises(LLMFailureRateError, match=r"GRPO batch 0 .* last error: group-test-reader at "):

@@ -123,6 +123,29 @@ def episode_entries(bank: MemoryBank, op_ids: Collection[str]) -> frozenset[str]
     return frozenset(e.id for e in bank if ops.intersection(e.op_ids))
 
 
+def exclude_questions(audit: AuditResult, exam: ExamResult, question_ids: Collection[str]) -> AuditResult:
+    """``audit`` (of ``exam``) without the questions ``question_ids``: their records, failed-probe anchors and
+    correctness are dropped and the accuracy is over the rest (the counts still tell what happened). A rollout
+    group drops the questions that failed in any of its rollouts, so every rollout is measured on the same
+    questions and no rollout gains or loses against another because a call failed."""
+    drop = set(question_ids)
+    if not drop:
+        return audit
+    kept = ExamResult(tuple(r for r in exam.results if r.item.question.id not in drop))
+    anchors = {
+        a for r in kept.results if r.item.kind == "probe" and not r.failed and not r.correct
+        for a in r.item.question.evidence
+    }  # fmt: skip
+    return AuditResult(
+        records=tuple(r for r in audit.records if r.question_id not in drop),
+        chains=audit.chains,
+        failed_probe_anchors=frozenset(anchors),
+        correct={q: c for q, c in audit.correct.items() if q not in drop},
+        accuracy=kept.accuracy,
+        counts=audit.counts,
+    )
+
+
 def citation_cap(reader: Reader) -> int:
     """The reader's ``max_citations`` (``reader.max_citations``), else :data:`DEFAULT_MAX_CITATIONS`."""
     return int(getattr(reader, "max_citations", DEFAULT_MAX_CITATIONS))

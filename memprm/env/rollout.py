@@ -17,6 +17,11 @@ added to :mod:`memprm.llm.stats`), its audits' failure and citation counts summe
 (``audit/failed_answers``, ``audit/failed_verdicts``, ``audit/failed_deletion_tests``, ``audit/citation_cap_hits``,
 ``audit/dropped_citations``, ``audit/cited_share``, ``reader/missing_citations``) and the probes dropped for a
 failed gate answer (``probe/failed``) are in ``GroupBatch.stats`` too.
+
+A quiz question whose reader or judge call failed in any rollout of the group is dropped from every rollout's
+measurement — R, credit, coverage penalty, online labels (:func:`memprm.env.audit.exclude_questions`) — so
+the rollouts are compared on the same questions and no advantage comes from a failed call; the number dropped
+is ``audit/group_dropped_questions``.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from memprm.credit import (
 from memprm.credit.online_labels import online_labels
 from memprm.data.records import Dialogue
 from memprm.data.rollout_types import GroupBatch, RolloutSteps
-from memprm.env.audit import AuditCounts
+from memprm.env.audit import AuditCounts, exclude_questions
 from memprm.env.exam import ReaderCache
 from memprm.env.memory_env import MemoryEnv, advance_reference
 from memprm.llm import failures
@@ -140,12 +145,17 @@ class GroupRunner:
         rollouts, audits = [], AuditCounts()
         # reader calls (cache misses) of the probe gates, the group's exams and their audits
         calls = {"gate": cache.reader_calls, "quiz": 0, "audit": 0}
-        for bank, play, recorded in zip(banks, plays, samples, strict=True):
+        examined = []
+        for bank, play in zip(banks, plays, strict=True):
             c0 = cache.reader_calls
             exam, audit = self.env.examine(bank, prepared.quiz, cache, play)
             audits.add(audit.counts)
             calls["audit"] += audit.counts.reader_calls
             calls["quiz"] += cache.reader_calls - c0 - audit.counts.reader_calls
+            examined.append((exam, audit))
+        failed = {r.item.question.id for exam, _ in examined for r in exam.results if r.failed}
+        for bank, play, recorded, (exam, audit) in zip(banks, plays, samples, examined, strict=True):
+            audit = exclude_questions(audit, exam, failed)
             u_entry = presence_credit(
                 audit.records, self.credit, entry_ids=[e.id for e in bank], seed=int(rng.integers(2**31))
             )
@@ -161,7 +171,7 @@ class GroupRunner:
             lab_u, lab_rr = online_labels(play.steps, audit.records, audit.chains, audit.failed_probe_anchors)
             rollouts.append(
                 RolloutSteps(
-                    recorded, noop, u, miss, shaping, exam.accuracy, stats, play.critic_inputs, lab_u, lab_rr
+                    recorded, noop, u, miss, shaping, audit.accuracy, stats, play.critic_inputs, lab_u, lab_rr
                 )
             )
         write_back = int(rng.integers(len(banks)))
@@ -174,6 +184,7 @@ class GroupRunner:
         stats["time/outside_models_share"] = max(0.0, total - sum(spent.values())) / max(total, 1e-9)
         stats |= {f"audit/{k}_reader_calls": float(v) for k, v in calls.items()}
         stats |= failure_stats(audits, prepared.gates.failed)
+        stats["audit/group_dropped_questions"] = float(len(failed))
         stats |= failures.log_dict(failures.delta(llm_before, failures.snapshot()))
         batch = GroupBatch(dialogue.id, window, tuple(rollouts), len(prepared.quiz), write_back, stats)
         return batch, banks[write_back]
