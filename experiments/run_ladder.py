@@ -7,6 +7,8 @@ Each arm is a config file ``configs/arms/<arm>.yaml``; every run goes to ``<outp
 (TensorBoard overlays them: ``tensorboard --logdir runs``). Stage one (teacher trajectories and the critic) is
 computed once per seed, by the first arm (or taken from ``--stage-one`` folders), and reused by the others
 (``fit.stage_one_dir``); only the first arm of a seed also tests the baselines (teacher, untrained, SFT).
+Rerunning the same command after a kill skips the runs that finished under the same config (their stage
+markers, :func:`memprm.fit.finished`) and resumes the one that was interrupted.
 
 Writes into ``<output_dir>/ladder/``:
   ladder.md   test accuracy mean ± std per arm over seeds, rollouts to the dev plateau, per-dialogue
@@ -27,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memprm.config import load_config  # noqa: E402
 from memprm.eval.significance import sign_test  # noqa: E402
-from memprm.fit import fit  # noqa: E402
+from memprm.fit import finished, fit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 #: managers every arm's test stage also evaluates, tabulated once per seed for reference.
@@ -103,7 +105,10 @@ def main() -> int:
                 if not (run_dir / "test_results.json").is_file():
                     missing.append(str(run_dir))
                     continue
-            else:
+            elif finished(cfg):  # every stage's marker holds this config's hash: nothing to redo
+                print(f"run_ladder: {run_dir} finished earlier with this config; skipped")
+                stage_one = stage_one or str(run_dir)
+            else:  # a killed run resumes: finished stages are skipped, GRPO continues from its checkpoint
                 run_dir = fit(cfg).run_dir
                 stage_one = stage_one or str(run_dir)
             collect(run_dir, arm, seed, results, curves[arm], rollouts_per_step(cfg))

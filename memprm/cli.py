@@ -12,8 +12,10 @@ from collections import Counter
 from collections.abc import Sequence
 
 from memprm.config import ConfigError, MemprmConfig, load_config
-from memprm.llm.client import LLMStop
+from memprm.data.records import DataFormatError
+from memprm.llm.client import LLMConfigError, LLMStop
 from memprm.logs import configure_logging
+from memprm.memory.embedder import EmbedderUnavailable
 
 
 def _cmd_data(args: argparse.Namespace) -> int:
@@ -81,8 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
     try:
         return args.func(args)
-    except (ConfigError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (ConfigError, FileNotFoundError, DataFormatError, LLMConfigError, EmbedderUnavailable) as exc:
+        print(f"error: {exc}", file=sys.stderr)  # bad input or setup: one line, no traceback
         return 2
     except LLMStop as exc:  # 401/403, or too many failed LLM calls in a batch: one line, no traceback
         print(f"error: {exc}", file=sys.stderr)

@@ -13,6 +13,12 @@ Everything goes under the run folder ``<output_dir>/<run_name>`` (``run_name`` d
 ``<arm>-seed<seed>``): the resolved ``config.yaml``, teacher trajectories, the critic, policy weights, the
 result tables and every stage's TensorBoard logs under ``tb/``, so ``tensorboard --logdir runs/`` overlays
 the ladder's arms.
+
+Rerunning the same command resumes: every stage writes its outputs atomically, then a completion marker
+``stages/<stage>.json`` holding the hash of the config it depends on (:mod:`memprm.stages.markers`, the keys
+in :mod:`memprm.stages.plan`). A stage whose marker matches is skipped and its outputs loaded; one whose
+settings changed is redone and the log names the changed settings; a killed GRPO stage continues from
+``grpo/checkpoints/last.ckpt``. A ``config.yaml`` that differs from this run's is kept as ``config.<k>.yaml``.
 """
 
 from __future__ import annotations
@@ -22,13 +28,17 @@ import logging
 import time
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
 from memprm.config import MemprmConfig, to_dict
 from memprm.data.source import load_source
+from memprm.memory.embedder import check_embedder
+from memprm.stages.atomic import atomic_write_text
+from memprm.stages.markers import Markers, StageKey
+from memprm.stages.plan import fresh_stage, plan_keys, write_config
 
 log = logging.getLogger("memprm.fit")
 
@@ -46,7 +56,17 @@ class FitResult:
 
 def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
     """Run ``cfg.fit.stages`` in order; ``grpo_callbacks`` are extra Lightning callbacks for the GRPO
-    stage's Trainer (monitors of your own, benchmarks)."""
+    stage's Trainer (monitors of your own, benchmarks).
+
+    Rerunning the same command skips every stage whose completion marker holds this config's hash (its
+    outputs are loaded), redoes those whose settings changed (the log names them) and resumes a killed GRPO
+    stage from its last checkpoint (:mod:`memprm.stages.markers`, :mod:`memprm.stages.plan`)."""
+    from memprm.stages.roles import check_llm_keys
+
+    check_llm_keys(cfg)  # bad setup fails in a second, before anything is loaded or written
+    splits = load_source(cfg.data)
+    check_embedder(cfg.embedder)
+
     from lightning import seed_everything
 
     from memprm.env.rollout import Stopwatch
@@ -58,12 +78,17 @@ def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
     set_progress_bars(cfg.trainer.progress_bar)
     run_dir = Path(cfg.output_dir) / cfg.run_name
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(to_dict(cfg))))
-    _log_config_text(run_dir, cfg)
+    config_text = OmegaConf.to_yaml(OmegaConf.create(to_dict(cfg)))
+    version = write_config(run_dir, config_text)
+    if version is not None:
+        _log_config_text(run_dir, config_text, version)
     res, stages = FitResult(run_dir), cfg.fit.stages
-    splits = load_source(cfg.data)
     stack = build_stack(cfg, Stopwatch())
-    calibrate_reader(cfg, stack, splits, run_dir)
+    stage_one = Path(cfg.fit.stage_one_dir) if cfg.fit.stage_one_dir else run_dir
+    own = stage_one == run_dir
+    keys = plan_keys(cfg, splits, None if own else Markers(stage_one).hash_of("critic") or "missing")
+    markers = Markers(run_dir)
+    calibrate_reader(cfg, stack, splits, run_dir, keys.get("calibration"))
     policy = untrained = None
     if {"sft", "grpo", "test"} & set(stages):
         from memprm.models.policy_config import build_policy
@@ -79,30 +104,41 @@ def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
         res.seconds[name] = time.perf_counter() - t0
         return out
 
-    stage_one = Path(cfg.fit.stage_one_dir) if cfg.fit.stage_one_dir else run_dir
     if "critic" in stages or "sft" in stages:
         from memprm.stages.critic_stage import load_critic_stage, run_critic_stage, teacher_trajectories
 
-        if "critic" in stages and stage_one != run_dir:
+        if "critic" in stages and not own:
             res.critic = timed("critic", lambda: load_critic_stage(stage_one))
             print(f"\ncritic reused from {stage_one / 'critic'}")
+        elif "critic" in stages and markers.done(keys["critic"], "critic stage"):
+            res.critic = timed("critic", lambda: load_critic_stage(run_dir))
+            print(f"\ncritic stage: done earlier with this config, reused from {run_dir / 'critic'}")
         elif "critic" in stages:
+            fresh_stage(run_dir, "critic", markers)
             res.critic = timed("critic", lambda: run_critic_stage(
                 stack, splits["train"], splits["dev"], run_dir, cfg.critic, cfg.relabel, cfg.trainer,
-                cfg.validity, cfg.seed))  # fmt: skip
+                cfg.validity, cfg.seed, teacher_keys=(keys["teacher:train"], keys["teacher:dev"])))  # fmt: skip
+            markers.write(keys["critic"])
             c = res.critic
             print(
                 f"\ncritic stage ({res.seconds['critic']:.0f} s): {c.n_train} train / {c.n_val} dev examples"
             )
             print(c.report.to_markdown())
         if "sft" in stages:
-            from memprm.stages.sft_stage import run_sft_stage
+            from memprm.stages.sft_stage import load_policy, run_sft_stage
 
-            trajs = teacher_trajectories(
-                stack, splits["train"], stage_one / "teacher" / "train", "teacher (train)"
-            )
-            res.sft_losses = timed("sft", lambda: run_sft_stage(policy, trajs, splits["train"], cfg.sft, run_dir,
-                                                               cfg.seed, stack.env.notes))  # fmt: skip
+            if markers.done(keys["sft"], "SFT stage") and _sft_outputs(run_dir, cfg.sft.steps):
+                if cfg.sft.steps:
+                    load_policy(policy, run_dir / "policy_sft.pt")
+                    res.sft_losses = json.loads((run_dir / "sft_losses.json").read_text())
+                print(f"SFT: done earlier with this config, policy loaded from {run_dir / 'policy_sft.pt'}")
+            else:
+                fresh_stage(run_dir, "sft", markers)
+                trajs = teacher_trajectories(stack, splits["train"], stage_one / "teacher" / "train",
+                                             "teacher (train)", keys["teacher:train"], Markers(stage_one))  # fmt: skip
+                res.sft_losses = timed("sft", lambda: run_sft_stage(policy, trajs, splits["train"], cfg.sft,
+                                                                   run_dir, cfg.seed, stack.env.notes))  # fmt: skip
+                markers.write(keys["sft"])
             if res.sft_losses:
                 print(
                     f"SFT: loss {res.sft_losses[0]:.3f} -> {res.sft_losses[-1]:.3f} over {len(res.sft_losses)} steps"
@@ -111,54 +147,97 @@ def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
         {k: v.detach().clone() for k, v in policy.named_parameters() if v.requires_grad} if policy else None
     )
     if "grpo" in stages:
-        from memprm.stages.grpo_stage import run_grpo_stage
-
-        critic = res.critic.critic if res.critic is not None and cfg.rollout.shaping != "none" else None
-        test_ids = {d.id for d in splits["test"]}
-        res.grpo = timed(
-            "grpo",
-            lambda: run_grpo_stage(
-                cfg,
-                stack,
-                policy,
-                critic,
-                splits["train"],
-                splits["dev_selection"],
-                test_ids,
-                run_dir,
-                cfg.trainer,
-                extra_callbacks=grpo_callbacks,
-                dev=splits["dev"],
-                stage_one=stage_one,
-            ),
-        )
+        res.grpo = _grpo(cfg, stack, policy, res, splits, run_dir, stage_one, keys["grpo"], markers, timed,
+                         grpo_callbacks)  # fmt: skip
         print(
             f"GRPO: {res.grpo.steps} steps over {res.grpo.batches} batches; best dev-selection accuracy {res.grpo.best_dev_accuracy} at step "
             f"{res.grpo.best_step}; rollout time outside model forwards: {100 * res.grpo.outside_models_share:.1f}%"
         )
     if "test" in stages:
-        res.test, res.table = timed("test", lambda: _test(cfg, stack, policy, untrained, sft_state, splits, run_dir,
-                                                          stages, res.critic))  # fmt: skip
+        if markers.done(keys["test"], "test stage") and (run_dir / "test_results.json").is_file():
+            res.test, res.table = _load_test(run_dir)
+        else:
+            markers.clear("test")
+            res.test, res.table = timed("test", lambda: _test(cfg, stack, policy, untrained, sft_state, splits,
+                                                              run_dir, stages, res.critic))  # fmt: skip
+            markers.write(keys["test"])
         print("\n" + res.table)
-    (run_dir / "timings.json").write_text(json.dumps(res.seconds, indent=2))
+    atomic_write_text(run_dir / "timings.json", json.dumps(res.seconds, indent=2))
     print(f"\nrun folder: {run_dir}  (tensorboard --logdir {Path(cfg.output_dir)})")
     return res
 
 
-def calibrate_reader(cfg: MemprmConfig, stack, splits, run_dir: Path | None = None):
+def finished(cfg: MemprmConfig) -> bool:
+    """True when every stage of ``cfg.fit.stages`` has a completion marker with this config's hash in the run
+    folder (what ``experiments/run_ladder.py`` skips); loads the data, builds nothing."""
+    run_dir = Path(cfg.output_dir) / cfg.run_name
+    if not (run_dir / "stages").is_dir():
+        return False
+    stage_one = Path(cfg.fit.stage_one_dir) if cfg.fit.stage_one_dir else run_dir
+    critic = None if stage_one == run_dir else Markers(stage_one).hash_of("critic") or "missing"
+    keys, markers = plan_keys(cfg, load_source(cfg.data), critic), Markers(run_dir)
+    own = [s for s in cfg.fit.stages if s != "critic" or stage_one == run_dir]
+    return all(markers.hash_of(s) == keys[s].digest for s in own)
+
+
+def _sft_outputs(run_dir: Path, steps: int) -> bool:
+    return steps == 0 or all((run_dir / f).is_file() for f in ("policy_sft.pt", "sft_losses.json"))
+
+
+def _grpo(cfg, stack, policy, res, splits, run_dir, stage_one, key, markers, timed, callbacks):
+    """The GRPO stage: skipped when done under ``key`` (its final policy loaded), else run or resumed; its
+    final policy (``policy_grpo.pt``) and result (``grpo/result.json``) are written before its marker."""
+    from memprm.stages.grpo_stage import GRPOStageResult, run_grpo_stage
+    from memprm.stages.sft_stage import load_policy, save_policy
+
+    result_path = run_dir / "grpo" / "result.json"
+    if markers.done(key, "GRPO stage") and (run_dir / "policy_grpo.pt").is_file() and result_path.is_file():
+        load_policy(policy, run_dir / "policy_grpo.pt")
+        print(f"GRPO: done earlier with this config, policy loaded from {run_dir / 'policy_grpo.pt'}")
+        return GRPOStageResult(**json.loads(result_path.read_text()))
+    markers.clear("grpo")
+    critic = res.critic.critic if res.critic is not None and cfg.rollout.shaping != "none" else None
+    out = timed("grpo", lambda: run_grpo_stage(
+        cfg, stack, policy, critic, splits["train"], splits["dev_selection"], {d.id for d in splits["test"]},
+        run_dir, cfg.trainer, extra_callbacks=callbacks, dev=splits["dev"], stage_one=stage_one,
+        digest=key.digest))  # fmt: skip
+    save_policy(policy, run_dir / "policy_grpo.pt")
+    atomic_write_text(result_path, json.dumps(asdict(out), indent=1))
+    markers.write(key)
+    return out
+
+
+def _load_test(run_dir: Path):
+    from memprm.env.evaluate import EvalResult
+
+    results = {k: EvalResult(**v) for k, v in json.loads((run_dir / "test_results.json").read_text()).items()}
+    print("test stage: done earlier with this config; its table:")
+    return results, (run_dir / "test_results.md").read_text().rstrip("\n")
+
+
+def calibrate_reader(cfg: MemprmConfig, stack, splits, run_dir: Path | None = None, key: StageKey | None = None):
     """Choose the extractive reader's abstention threshold on the dev calibration half with the teacher
-    (:mod:`memprm.env.calibration`), before any exam; written to ``reader_calibration.json``."""
+    (:mod:`memprm.env.calibration`), before any exam; written to ``reader_calibration.json``. With ``key``
+    and a ``run_dir`` whose calibration marker holds its hash, the saved choice is applied instead."""
     if cfg.reader.kind != "extractive" or not cfg.reader.calibrate_abstention:
         return None
-    from memprm.env.calibration import calibrate_abstention
+    from memprm.env.calibration import Calibration, calibrate_abstention
 
-    cal = calibrate_abstention(stack.env, splits["dev_calibration"], stack.teacher)
+    path = None if run_dir is None else run_dir / "reader_calibration.json"
+    markers = None if run_dir is None or key is None else Markers(run_dir)
+    if markers is not None and markers.done(key, "reader calibration") and path.is_file():
+        cal = Calibration(**json.loads(path.read_text()))
+        stack.env.reader.overlap_weight, stack.env.reader.abstain_threshold = cal.overlap_weight, cal.threshold
+    else:
+        cal = calibrate_abstention(stack.env, splits["dev_calibration"], stack.teacher)
+        if path is not None:
+            atomic_write_text(path, json.dumps(cal.as_dict(), indent=2))
+        if markers is not None:
+            markers.write(key)
     print(
         f"reader abstention threshold {cal.threshold:.3f}, overlap weight {cal.overlap_weight} (dev calibration: {cal.n_questions} questions, "
         f"{cal.n_unanswerable} unanswerable; accuracy {cal.accuracy:.3f} vs {cal.accuracy_never:.3f} never abstaining)"
     )
-    if run_dir is not None:
-        (run_dir / "reader_calibration.json").write_text(json.dumps(cal.as_dict(), indent=2))
     return cal
 
 
@@ -205,8 +284,9 @@ def _test(cfg, stack, policy, untrained, sft_state, splits, run_dir, stages, cri
     return results, write_results(results, run_dir, "test")
 
 
-def _log_config_text(run_dir: Path, cfg: MemprmConfig) -> None:
+def _log_config_text(run_dir: Path, text: str, version: int) -> None:
+    """The resolved config as TensorBoard text at step ``version`` (0, then one step per changed config)."""
     from torch.utils.tensorboard import SummaryWriter
 
     with SummaryWriter(str(run_dir / "tb" / "config")) as w:
-        w.add_text("config", "```yaml\n" + OmegaConf.to_yaml(OmegaConf.create(to_dict(cfg))) + "```")
+        w.add_text("config", "```yaml\n" + text + "```", version)

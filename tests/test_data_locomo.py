@@ -326,8 +326,49 @@ BAD_CASES = [
         "observation.s.Ann[0]",
     ),
     ("dup sample", [_sample("conv-0")] * 10, "conv-0", "sample_id"),
+    ("empty conversation", [_sample("conv-0", session_1=[], session_2=[])], "conv-0", "conversation"),
+    ("empty qa", [_sample("conv-0", qa=[])], "conv-0", "qa"),
+    ("identical speakers", [_sample("conv-0", speaker_b="Ann")], "conv-0", "conversation.speaker_b"),
+    (
+        "unknown speaker",
+        [_sample("conv-0", session_2=[{"speaker": "Cy", "dia_id": "D2:1", "text": "t"}])],
+        "conv-0/D2:1",
+        "speaker",
+    ),
+    (
+        "dates out of order",
+        [_sample("conv-0", session_2_date_time="9:00 am on 1 May, 2023")],
+        "conv-0",
+        "session_2_date_time",
+    ),
+    (
+        "full-width digit in dia_id",
+        [_sample("conv-0", session_2=[{"speaker": "Ann", "dia_id": "D2:\uff11", "text": "t"}])],
+        "conv-0/session_2[0]",
+        "dia_id",
+    ),
     ("nine samples", [_sample(f"conv-{k}") for k in range(9)], "<file>", "<top level>"),
 ]
+
+
+def test_empty_session_and_empty_answer_are_counted(tmp_path: Path) -> None:
+    qa = [{"question": "q0", "answer": " ", "evidence": ["D1:1"], "category": 4},
+          {"question": "q1", "answer": "a", "evidence": ["D1:1"], "category": 4}]  # fmt: skip
+    first = _sample("conv-0", qa, session_3=[], session_3_date_time="1:00 pm on 1 June, 2023")
+    d = load_locomo(_write(tmp_path, _ten(first)))
+    assert [s.index for s in d["train"][0].sessions] == [1, 2]
+    assert [q.id for q in d["train"][0].questions] == ["conv-0/q001"]
+    assert d.report.skips["session_empty"] == 1 and d.report.skips["answer_empty"] == 1
+    assert "conv-0/q000" in d.report.examples["answer_empty"][0]
+
+
+def test_non_utf8_bytes_name_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "locomo10.json"
+    path.write_bytes(json.dumps(_ten(_sample("conv-0"))).encode().replace(b"hi", b"h\xff"))
+    with pytest.raises(DataFormatError) as info:
+        load_locomo(path)
+    assert (info.value.path, info.value.field) == (str(path), "<encoding>")
+    assert "ff" in str(info.value) and "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize(("name", "data", "record", "field"), BAD_CASES, ids=[c[0] for c in BAD_CASES])

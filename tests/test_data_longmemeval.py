@@ -152,7 +152,10 @@ def _item(qid: str, **over) -> dict:
 
 def _write(tmp_path: Path, data, name: str = "lme.json") -> Path:
     path = tmp_path / name
-    path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
     return path
 
 
@@ -220,6 +223,9 @@ BAD_DATA = [
         "haystack_sessions[2][0].has_answer",
     ),  # noqa: E501
     ("duplicate id", [_item("q1"), _item("q1")], "q1", "question_id"),
+    ("empty file", [], "<file>", "<top level>"),
+    ("unknown question type", [_item("q1", question_type="trivia")], "q1", "question_type"),
+    ("not utf-8", b'[{"question_id": "q\xe9"}]', "<file>", "<encoding>"),
 ]
 
 

@@ -35,6 +35,7 @@ from torch import nn
 
 from memprm.callbacks.config import DevSelectionConfig
 from memprm.data.records import Dialogue
+from memprm.stages.atomic import atomic_torch_save, atomic_write_text
 
 
 class DevCheckpointSelection(Callback):
@@ -111,8 +112,7 @@ class DevCheckpointSelection(Callback):
                 raise ValueError("DevCheckpointSelection: the policy has no trainable parameters to keep")
             self.best_score, self.best_step, self.best_state = acc, step, state
             if trainer.is_global_zero:
-                self.dirpath.mkdir(parents=True, exist_ok=True)
-                torch.save(state, self.best_path)
+                atomic_torch_save(state, self.best_path)
         self._write_history(trainer)
         self._log(trainer, {"dev/accuracy": acc}, step)
         return acc
@@ -130,7 +130,7 @@ class DevCheckpointSelection(Callback):
                 for (s, a), r in zip(self.history, self.rollouts, strict=True)
             ],
         }
-        (self.dirpath / "dev_selection.json").write_text(json.dumps(doc, indent=2) + "\n")
+        atomic_write_text(self.dirpath / "dev_selection.json", json.dumps(doc, indent=2) + "\n")
 
     @staticmethod
     def _log(trainer: Trainer, metrics: dict[str, float], step: int) -> None:

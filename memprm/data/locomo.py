@@ -58,6 +58,7 @@ from memprm.data.records import (
     Question,
     Session,
     Turn,
+    read_json,
 )
 
 CATEGORY_NAMES: dict[int, str] = {
@@ -71,10 +72,11 @@ ADVERSARIAL = 5
 UNANSWERABLE_ANSWER = "Not mentioned in the conversation"
 N_DIALOGUES = 10
 
-_SESSION_KEY = re.compile(r"session_(\d+)")
-_DATE_KEY = re.compile(r"session_(\d+)_date_time")
-_TURN_ID = re.compile(r"D(\d+):(\d+)")
-_LOOSE_ID = re.compile(r"D:?(\d+):(\d+)")
+# ASCII digits only: ``\d`` would accept full-width and other Unicode digits in keys and turn ids.
+_SESSION_KEY = re.compile(r"session_([0-9]+)")
+_DATE_KEY = re.compile(r"session_([0-9]+)_date_time")
+_TURN_ID = re.compile(r"D([0-9]+):([0-9]+)")
+_LOOSE_ID = re.compile(r"D:?([0-9]+):([0-9]+)")
 _ID_SEP = re.compile(r"[;,\s]+")
 
 
@@ -117,10 +119,7 @@ def load_locomo(
         raise ValueError(f"unknown LoCoMo categories {sorted(keep - CATEGORY_NAMES.keys())}; known 1-5")
     path = Path(path)
     ctx = _Ctx(path, LoadReport(source="locomo", path=str(path)))
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ctx.fail("<file>", "<json>", f"not valid JSON: {exc}") from None
+    raw = read_json(path)
     if not isinstance(raw, list):
         raise ctx.fail("<file>", "<top level>", f"expected a list of samples, got {type(raw).__name__}")
     dialogues = [_dialogue(ctx, i, s, keep, drop_duplicates) for i, s in enumerate(raw)]
@@ -164,6 +163,12 @@ def _dialogue(ctx: _Ctx, i: int, sample: Any, keep: frozenset[int] | None, drop_
     conv = ctx.get(sample, "conversation", dict, sid)
     qa = ctx.get(sample, "qa", list, sid)
     speakers = (ctx.get(conv, "speaker_a", str, sid), ctx.get(conv, "speaker_b", str, sid))
+    if not all(sp.strip() for sp in speakers):
+        raise ctx.fail(sid, "conversation.speaker_a/speaker_b", f"empty speaker name in {speakers}")
+    if speakers[0] == speakers[1]:
+        raise ctx.fail(sid, "conversation.speaker_b", f"same as speaker_a ({speakers[0]!r}): turns cannot be told apart")
+    if not qa:
+        raise ctx.fail(sid, "qa", "empty: the conversation has no questions")
     raw_sessions = sorted(
         (int(m.group(1)), key)
         for key in conv
@@ -176,6 +181,8 @@ def _dialogue(ctx: _Ctx, i: int, sample: Any, keep: frozenset[int] | None, drop_
     raw_turns: list[tuple[int, str, dict]] = []
     known: set[str] = set()
     for n, key in raw_sessions:
+        if not conv[key]:
+            ctx.report.skip("session_empty", f"{sid}: {key} has no turns (session left out)")
         for j, t in enumerate(conv[key]):
             tid = _turn_id(ctx, sid, key, j, t, n)
             if tid in known:
@@ -187,10 +194,18 @@ def _dialogue(ctx: _Ctx, i: int, sample: Any, keep: frozenset[int] | None, drop_
     for n, tid, t in raw_turns:
         rec = f"{sid}/{tid}"
         speaker, text = ctx.get(t, "speaker", str, rec), ctx.get(t, "text", str, rec)
+        if speaker not in speakers:
+            raise ctx.fail(rec, "speaker", f"{speaker!r} is neither speaker_a nor speaker_b {speakers}")
         caption = ctx.get(t, "blip_caption", str, rec) if "blip_caption" in t else None
         turns_of[n].append(Turn(tid, speaker, text, n, caption, tuple(facts.get(tid, ()))))
-    sessions = tuple(_session(ctx, conv, sid, n, tuple(turns_of[n])) for n, _ in raw_sessions)
-    last = sessions[-1].datetime if sessions else None
+    sessions = tuple(_session(ctx, conv, sid, n, tuple(turns_of[n])) for n, _ in raw_sessions if turns_of[n])
+    if not sessions:
+        raise ctx.fail(sid, "conversation", f"no turns in any session: its {len(qa)} questions could never be asked")
+    for a, b in zip(sessions, sessions[1:], strict=False):
+        if a.datetime is not None and b.datetime is not None and b.datetime < a.datetime:
+            raise ctx.fail(sid, f"session_{b.index}_date_time", f"{b.datetime_text!r} is before session "
+                           f"{a.index}'s {a.datetime_text!r}: sessions must be in time order")  # fmt: skip
+    last = sessions[-1].datetime
     questions = _questions(ctx, sid, qa, known, last, keep, drop_dups)
     return Dialogue(f"D{i + 1}/{sid}", speakers, sessions, questions, source="locomo")
 
@@ -317,6 +332,9 @@ def _questions(
             if isinstance(answer, int):
                 ctx.report.repair("answer_int_to_str", f"{qid}: {answer}")
                 answer = str(answer)
+            if not answer.strip():
+                ctx.report.skip("answer_empty", f"{qid} (no gold answer: it could never be judged correct)")
+                continue
         ids = tuple(_resolve(ctx, evidence, known, qid, "evidence"))
         if not ids:
             ctx.report.skip("evidence_empty", f"{qid} (question kept)")

@@ -30,24 +30,28 @@ Choices (documented once, here):
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from memprm.data.dates import parse_longmemeval_datetime
-from memprm.data.records import DataFormatError, DataSplits, Dialogue, LoadReport, Question, Session, Turn
+from memprm.data.records import (
+    DataFormatError,
+    DataSplits,
+    Dialogue,
+    LoadReport,
+    Question,
+    Session,
+    Turn,
+    read_json,
+)
 
 SPEAKERS = ("user", "assistant")
+#: LongMemEval's question types (each has its judging template); any other value is a data error.
+QUESTION_TYPES = ("single-session-user", "single-session-assistant", "single-session-preference",
+                  "multi-session", "temporal-reasoning", "knowledge-update")  # fmt: skip
 SPLIT_KEYS = ("sft", "rl", "test")
 RL_DEV_SIZE = 10
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(str(path), "<file>", "<json>", f"not valid JSON: {exc}") from None
 
 
 def _get(obj: dict, key: str, kind: type | tuple[type, ...], path: str, record: str) -> Any:
@@ -96,6 +100,8 @@ def _dialogue(raw: Any, i: int, path: str, report: LoadReport) -> Dialogue:
         raise DataFormatError(path, f"#{i}", "<instance>", f"expected an object, got {type(raw).__name__}")
     qid = _get(raw, "question_id", str, path, f"#{i}")
     qtype = _get(raw, "question_type", str, path, qid)
+    if qtype not in QUESTION_TYPES:
+        raise DataFormatError(path, qid, "question_type", f"unknown type {qtype!r}; known: {list(QUESTION_TYPES)}")
     text = _get(raw, "question", str, path, qid)
     answer = _get(raw, "answer", (str, int), path, qid)
     if isinstance(answer, int):
@@ -130,7 +136,7 @@ def _dialogue(raw: Any, i: int, path: str, report: LoadReport) -> Dialogue:
 
 
 def _read_splits(path: Path, rl_dev_size: int) -> dict[str, list[str]]:
-    raw, p = _read_json(path), str(path)
+    raw, p = read_json(path), str(path)
     if not isinstance(raw, dict):
         raise DataFormatError(p, "<file>", "<top level>", f"expected an object, got {type(raw).__name__}")
     lists = {key: _list_of(raw, key, str, p, "<splits>") for key in SPLIT_KEYS}
@@ -159,11 +165,13 @@ def load_longmemeval(
     """
     path = Path(path)
     report = LoadReport(source="longmemeval", path=str(path))
-    raw = _read_json(path)
+    raw = read_json(path)
     if not isinstance(raw, list):
         raise DataFormatError(
             str(path), "<file>", "<top level>", f"expected a list, got {type(raw).__name__}"
         )
+    if not raw:
+        raise DataFormatError(str(path), "<file>", "<top level>", "an empty list: the file holds no questions")
     by_id: dict[str, Dialogue] = {}
     for i, item in enumerate(raw):
         dialogue = _dialogue(item, i, str(path), report)

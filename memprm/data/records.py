@@ -11,8 +11,11 @@ Ids:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,22 @@ class DataFormatError(ValueError):
     def __init__(self, path: str, record: str, field_name: str, problem: str):
         self.path, self.record, self.field, self.problem = path, record, field_name, problem
         super().__init__(f"{path}: record {record!r}, field {field_name!r}: {problem}")
+
+
+def read_json(path: Path) -> Any:
+    """A JSON data file, or a one-line :class:`DataFormatError` naming the file: bytes that are not UTF-8
+    (with their offset) or text that is not JSON."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start : exc.end].hex(" ")
+        raise DataFormatError(str(path), "<file>", "<encoding>", f"byte(s) {bad} at offset {exc.start} are "
+                              "not UTF-8; the file must be UTF-8 encoded") from None  # fmt: skip
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(str(path), "<file>", "<json>", f"not valid JSON: {exc}") from None
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,18 @@ from its own mainline bank; after a dialogue's last window its banks start over 
 
 State saved in checkpoints (``state_dict``): the cursor (next dialogue, next window of each), every
 dialogue's mainline and verbatim reference banks, the numpy and torch generator states, episodes produced.
+Lightning's loader fetches a batch ahead of the one being trained on, so under a Trainer the module keeps a
+snapshot of its state from before each batch it produced and drops it when the batch reaches training
+(``on_before_batch_transfer``); ``state_dict`` is the snapshot of the oldest batch not yet trained on. A run
+resumed from a checkpoint then replays the batch that had been fetched but not trained on, and plays the
+same episodes as one that was never interrupted.
 Under DDP each rank takes the dialogues ``dialogues[rank::world_size]`` and seeds its generators with
 ``seed + rank``, so ranks play different episodes.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -33,6 +39,7 @@ class _Episodes(IterableDataset):
 
     def __iter__(self) -> Iterator[list[GroupBatch]]:
         while True:
+            self.dm.before_batch()
             batch = [self.dm.next_group() for _ in range(self.dm.cfg.groups_per_batch)]
             if self.dm.cfg.release_memory:
                 release_freed_memory()
@@ -66,6 +73,7 @@ class RolloutDataModule(LightningDataModule):
         self.generator = torch.Generator().manual_seed(self.cfg.seed + self.rank)
         self.episodes = 0
         self.seen: list[tuple[str, int]] = []  # (dialogue, window) of every episode played here
+        self._pending: deque[dict[str, Any]] = deque()  # state before each batch not yet trained on
 
     def setup(self, stage: str | None = None) -> None:
         trainer = getattr(self, "trainer", None)
@@ -108,8 +116,23 @@ class RolloutDataModule(LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         return DataLoader(_Episodes(self), batch_size=None, collate_fn=lambda x: x, num_workers=0)
 
+    def before_batch(self) -> None:
+        """Called before each batch is produced: under a Trainer, remember the state it starts from."""
+        if getattr(self, "trainer", None) is not None:
+            self._pending.append(self._state())
+
+    def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        """Lightning hands ``batch`` (the oldest fetched) to training: its snapshot is no longer needed."""
+        if self._pending:
+            self._pending.popleft()
+        return batch
+
     # ------------------------------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
+        """The state before the oldest batch produced but not yet trained on (module doc), else the current."""
+        return self._pending[0] if self._pending else self._state()
+
+    def _state(self) -> dict[str, Any]:
         return {
             "rank": self.rank,
             "world_size": self.world_size,
@@ -141,3 +164,4 @@ class RolloutDataModule(LightningDataModule):
         self.generator.set_state(state["generator"])
         self.episodes = int(state["episodes"])
         self.seen = [tuple(x) for x in state["seen"]]
+        self._pending.clear()

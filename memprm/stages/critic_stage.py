@@ -2,7 +2,8 @@
 
 Artifacts under the run folder:
 
-    teacher/train/, teacher/dev/    teacher trajectories (reloaded, not recomputed, when present)
+    teacher/train/, teacher/dev/    teacher trajectories (reloaded, not recomputed, when their completion
+                                    marker ``stages/teacher_<split>.json`` holds this config's hash)
     critic/                         the exported critic (LoRA adapter + heads, a few MB)
     critic/validity/report.{json,md} the validity checks on the dev dialogue(s)
     tb/critic/                      TensorBoard: train/val losses, Spearman, AUROC, the validity checks
@@ -22,7 +23,9 @@ from memprm.env.trajectories import DialogueTrajectory, load_trajectories, run_t
 from memprm.eval import ValidityReport
 from memprm.eval.validity import ValidityConfig
 from memprm.models.critic import CriticConfig, CriticModule, FrozenCritic, save_critic
+from memprm.stages.atomic import atomic_write_text, replace_dir
 from memprm.stages.critic_validity import critic_validity
+from memprm.stages.markers import Markers, StageKey
 from memprm.stages.relabel import relabel_all
 from memprm.stages.roles import Stack
 from memprm.stages.trainer import TrainerConfig, build_trainer
@@ -41,18 +44,32 @@ class CriticStageResult:
 
 
 def teacher_trajectories(
-    stack: Stack, dialogues: tuple[Dialogue, ...], folder: Path, desc: str
+    stack: Stack,
+    dialogues: tuple[Dialogue, ...],
+    folder: Path,
+    desc: str,
+    key: StageKey | None = None,
+    markers: Markers | None = None,
 ) -> list[DialogueTrajectory]:
-    """Run the teacher over ``dialogues`` once; later calls reload ``folder``."""
+    """Run the teacher over ``dialogues`` once and save them to ``folder`` (atomically); later calls reload
+    them. With ``key`` and ``markers`` they are reloaded only when the marker of ``key.stage`` holds the same
+    config hash (else recomputed, and the log says which settings changed); without, when the dialogue ids
+    match (tools that manage their own folders)."""
     ids = [d.id for d in dialogues]
-    if (folder / "manifest.json").is_file():
+    if key is not None and markers is not None:
+        if markers.done(key, f"teacher trajectories ({folder})") and (folder / "manifest.json").is_file():
+            return load_trajectories(folder)[0]
+    elif (folder / "manifest.json").is_file():
         trajs, _ = load_trajectories(folder)
         if [t.dialogue_id for t in trajs] == ids:
             log.info("reusing teacher trajectories in %s", folder)
             return trajs
         log.warning("%s holds other dialogues; recomputing", folder)
     trajs = run_trajectories(stack.env, dialogues, stack.teacher, stack.cache(), desc=desc)
-    save_trajectories(folder, trajs, {"dialogues": ids})
+    with replace_dir(folder) as tmp:
+        save_trajectories(tmp, trajs, {"dialogues": ids, "config_hash": key.digest if key else None})
+    if key is not None and markers is not None:
+        markers.write(key)
     return trajs
 
 
@@ -68,10 +85,16 @@ def run_critic_stage(
     seed: int,
     model=None,
     tokenizer=None,
+    teacher_keys: tuple[StageKey, StageKey] | None = None,
 ) -> CriticStageResult:
+    """Stage one in ``run_dir`` (module doc). ``teacher_keys`` (train, dev): the teacher trajectories' stage
+    keys, so they are reused only under the same config (:func:`teacher_trajectories`). ``critic/`` is
+    written whole (a temporary folder swapped in)."""
     t0 = time.perf_counter()
-    train_trajs = teacher_trajectories(stack, train, run_dir / "teacher" / "train", "teacher (train)")
-    dev_trajs = teacher_trajectories(stack, dev, run_dir / "teacher" / "dev", "teacher (dev)")
+    markers = Markers(run_dir) if teacher_keys is not None else None
+    tk, dk = teacher_keys or (None, None)
+    train_trajs = teacher_trajectories(stack, train, run_dir / "teacher" / "train", "teacher (train)", tk, markers)
+    dev_trajs = teacher_trajectories(stack, dev, run_dir / "teacher" / "dev", "teacher (dev)", dk, markers)
     train_lab, counts = relabel_all(train_trajs, stack.embedder, relabel_cfg)
     dev_lab, _ = relabel_all(dev_trajs, stack.embedder, relabel_cfg)
     train_ex = [e for r in train_lab for e in r.examples]
@@ -84,14 +107,15 @@ def run_critic_stage(
     trainer = build_trainer(trainer_cfg, run_dir / "tb", "critic", max_epochs=critic_cfg.max_epochs)
     trainer.fit(module, dm)
     critic = module.to_frozen()
-    out = run_dir / "critic"
-    save_critic(critic, out)
     report = critic_validity(
         lambda texts: critic.score(list(texts))[0], dev_lab, dev_trajs, dev, stack.env,
         validity_cfg.thresholds, validity_cfg.deletion_frac, seed,
     )  # fmt: skip
-    report.write(out / "validity")
-    (out / "relabel_counts.json").write_text(json.dumps(counts, indent=2))
+    with replace_dir(run_dir / "critic") as out:
+        save_critic(critic, out)
+        report.write(out / "validity")
+        atomic_write_text(out / "relabel_counts.json", json.dumps(counts, indent=2))
+        atomic_write_text(out / "sizes.json", json.dumps({"n_train": len(train_ex), "n_val": len(dev_ex)}))
     _log_validity(trainer, report)
     return CriticStageResult(critic, report, counts, len(train_ex), len(dev_ex), time.perf_counter() - t0)
 
@@ -105,7 +129,9 @@ def load_critic_stage(stage_one: Path) -> CriticStageResult:
     if not (folder / "critic.json").is_file():
         raise FileNotFoundError(f"{folder} holds no trained critic (fit.stage_one_dir={str(stage_one)!r})")
     counts = json.loads((folder / "relabel_counts.json").read_text())
-    return CriticStageResult(load_critic(folder), None, counts, 0, 0, 0.0)
+    sizes = folder / "sizes.json"
+    n = json.loads(sizes.read_text()) if sizes.is_file() else {"n_train": 0, "n_val": 0}
+    return CriticStageResult(load_critic(folder), None, counts, n["n_train"], n["n_val"], 0.0)
 
 
 def _log_validity(trainer, report: ValidityReport) -> None:

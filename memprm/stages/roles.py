@@ -6,11 +6,12 @@ Each role's ``kind`` chooses its implementation; ``llm.<role>`` gives the endpoi
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from memprm.env.exam import ReaderCache
 from memprm.env.memory_env import MemoryEnv
-from memprm.llm.client import LLMClient, LLMConfig
+from memprm.llm.client import LLMClient, LLMConfig, LLMConfigError
 from memprm.llm.failures import DEFAULT_MAX_FAILURE_SHARE, check_max_failure_share, set_max_failure_share
 from memprm.llm.judge import build_judge
 from memprm.llm.notes import CachedNotes, LLMNoteWriter, NoteWriterConfig, OracleNoteWriter, RuleNoteWriter
@@ -62,6 +63,29 @@ class Stack:
 
     def cache(self) -> ReaderCache:
         return ReaderCache(self.env.reader, self.env.judge)
+
+
+LLM_ROLES = ("reader", "judge", "probes", "teacher", "notes")
+
+
+def llm_roles(cfg) -> list[str]:
+    """The roles of a :class:`memprm.config.MemprmConfig` whose ``kind`` is ``llm``."""
+    return [r for r in LLM_ROLES if getattr(cfg, r).kind == "llm"]
+
+
+def check_llm_keys(cfg) -> None:
+    """Every ``llm`` role has an endpoint and its API-key variable is set: raises :class:`LLMConfigError`
+    (one line naming the role and the setting) before any data, model or run folder is touched."""
+    for role in llm_roles(cfg):
+        endpoint = getattr(cfg.llm, role)
+        if endpoint is None:
+            raise LLMConfigError(f"{role}.kind is 'llm' but llm.{role} (the endpoint) is not configured")
+        if endpoint.api_key_env and not os.environ.get(endpoint.api_key_env):
+            raise LLMConfigError(
+                f"{role}.kind is 'llm' but the environment variable {endpoint.api_key_env} (llm.{role}.api_key_env) "
+                f"is not set; export the API key for {endpoint.base_url}, or set llm.{role}.api_key_env=null for "
+                "a server that needs no key"
+            )
 
 
 def _client(llm: LLMRoles, role: str) -> LLMClient:

@@ -9,6 +9,7 @@ TensorBoard under ``tb/sft``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from memprm.env.memory_env import session_timestamp
 from memprm.env.trajectories import DialogueTrajectory
 from memprm.llm.notes import NoteWriter, RuleNoteWriter, notes_for
 from memprm.models.policy_api import GateSample
+from memprm.stages.atomic import atomic_torch_save, atomic_write_text
 
 
 @dataclass(frozen=True)
@@ -107,17 +109,14 @@ def run_sft_stage(
         for i, loss in enumerate(losses):
             w.add_scalar("sft/loss", loss, i)
     save_policy(policy, run_dir / "policy_sft.pt")
+    atomic_write_text(run_dir / "sft_losses.json", json.dumps(losses))
     return losses
 
 
 def save_policy(policy, path: Path) -> Path:
     """The policy's trainable parameters only (LoRA + head): small, and enough to restore it."""
-    import torch
-
     state = {k: v.detach().cpu() for k, v in policy.named_parameters() if v.requires_grad}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(state, path)
-    return path
+    return atomic_torch_save(state, path)
 
 
 def load_policy(policy, path: Path) -> None:

@@ -1,0 +1,89 @@
+"""The stage keys of one ``fit`` and the run folder's bookkeeping (config file, clearing a stage to redo).
+
+:func:`plan_keys` derives every stage's :class:`~memprm.stages.markers.StageKey` from the config, the loaded
+dialogues and stage one's markers, so that each key changes exactly when an input of that stage changes:
+
+    calibration  <- reader/env sections, the dev calibration dialogues
+    teacher:<s>  <- env sections + teacher, the split's dialogues, calibration
+    critic       <- relabel/critic/validity/trainer, teacher:train, teacher:dev
+    sft          <- policy/sft, teacher:train
+    grpo         <- env sections + policy/credit/rollout/grpo/callbacks/trainer, calibration, the policy it
+                    starts from (sft, or untrained), the critic it is shaped by (stage one's marker when
+                    ``fit.stage_one_dir`` points elsewhere), the train and dev-selection dialogues
+    test         <- env sections + teacher/policy/arm/fit, calibration, sft, grpo, the test dialogues
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+from memprm.configtools import to_dict
+from memprm.data.records import DataSplits
+from memprm.stages.atomic import atomic_write_text
+from memprm.stages.markers import Markers, StageKey, dialogues_digest, stage_key
+
+log = logging.getLogger("memprm.stages")
+
+DIGESTED_SPLITS = ("train", "dev", "dev_calibration", "dev_selection", "test")
+
+
+def plan_keys(cfg, splits: DataSplits, stage_one_critic: str | None = None) -> dict[str, StageKey]:
+    """Every stage's key for ``cfg`` (a MemprmConfig) on ``splits``. ``stage_one_critic``: the critic marker
+    hash of the run named by ``fit.stage_one_dir`` when that is another run (None: this run trains it)."""
+    raw = to_dict(cfg)
+    digest = {s: dialogues_digest(splits[s]) for s in DIGESTED_SPLITS}
+    keys: dict[str, StageKey] = {}
+    cal = "off"
+    if cfg.reader.kind == "extractive" and cfg.reader.calibrate_abstention:
+        keys["calibration"] = stage_key(raw, "calibration", {"data:dev_calibration": digest["dev_calibration"]})
+        cal = keys["calibration"].digest
+    for split in ("train", "dev"):
+        keys[f"teacher:{split}"] = stage_key(raw, f"teacher:{split}", {f"data:{split}": digest[split],
+                                                                         "calibration": cal})  # fmt: skip
+    teacher = {s: keys[s].digest for s in ("teacher:train", "teacher:dev")}
+    keys["critic"] = stage_key(raw, "critic", teacher)
+    keys["sft"] = stage_key(raw, "sft", {"teacher:train": teacher["teacher:train"]})
+    stages = set(cfg.fit.stages)
+    start = keys["sft"].digest if "sft" in stages else "untrained"
+    critic = "none"
+    if "critic" in stages and cfg.rollout.shaping != "none":
+        critic = keys["critic"].digest if stage_one_critic is None else stage_one_critic
+    grpo_up = {"calibration": cal, "policy_start": start, "critic": critic, "data:train": digest["train"],
+               "data:dev_selection": digest["dev_selection"]}  # fmt: skip
+    if critic != "none" and cfg.critic_refresh.every_n_steps > 0:
+        grpo_up["teacher:dev"] = teacher["teacher:dev"]
+    keys["grpo"] = stage_key(raw, "grpo", grpo_up)
+    trained = keys["grpo"].digest if "grpo" in stages else "none"
+    keys["test"] = stage_key(raw, "test", {"calibration": cal, "sft": start, "grpo": trained,
+                                           "data:test": digest["test"]})  # fmt: skip
+    return keys
+
+
+def write_config(run_dir: Path, text: str) -> int | None:
+    """Write the resolved config to ``run_dir/config.yaml``. Unchanged: nothing is written (None). A
+    different earlier one is kept as ``config.<k>.yaml`` (the first free k) and said so. Returns the
+    version number of the new file (0 for the first, k when it replaced ``config.<k>.yaml``'s content)."""
+    path = run_dir / "config.yaml"
+    if path.is_file():
+        if path.read_text() == text:
+            return None
+        k = 1
+        while (run_dir / f"config.{k}.yaml").exists():
+            k += 1
+        path.replace(run_dir / f"config.{k}.yaml")
+        log.warning("%s: this run's config differs from the folder's earlier one, kept as config.%d.yaml",
+                    path, k)  # fmt: skip
+        atomic_write_text(path, text)
+        return k
+    atomic_write_text(path, text)
+    return 0
+
+
+def fresh_stage(run_dir: Path, stage: str, markers: Markers) -> None:
+    """Before a stage is (re)done from scratch: its marker and TensorBoard folder go, so a killed or stale
+    attempt leaves no events behind (GRPO's folder is handled by its own resume logic)."""
+    markers.clear(stage)
+    if stage != "grpo":
+        shutil.rmtree(run_dir / "tb" / stage, ignore_errors=True)

@@ -1,0 +1,67 @@
+"""Bad input or setup ends ``python -m memprm data|fit`` with one line on stderr and exit status 2, before
+anything is loaded or a run folder is written."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from memprm.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_console_handler():
+    """``main`` attaches a console handler to the stderr of its first call; capsys swaps stderr per test."""
+    yield
+    logger = logging.getLogger("memprm")
+    for h in [h for h in logger.handlers if h.get_name() == "memprm-console"]:
+        logger.removeHandler(h)
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+def test_data_format_error_is_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
+    (tmp_path / "longmemeval").mkdir()
+    (tmp_path / "longmemeval" / "longmemeval_oracle.json").write_text("[]")
+    (tmp_path / "longmemeval" / "splits").mkdir()
+    (tmp_path / "longmemeval" / "splits" / "membuilder_longmemeval_splits.json").write_text(
+        json.dumps({"sft": [], "rl": [], "test": []})
+    )
+    monkeypatch.setenv("MEMPRM_DATA", str(tmp_path))
+    assert main(["data", "longmemeval"]) == 2
+    err = _one_line_error(capsys)
+    assert "longmemeval_oracle.json" in err and "no questions" in err
+
+
+def test_missing_api_key_fails_before_the_run_folder(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    args = ["fit", "--config", str(ROOT / "configs" / "locomo_llm.yaml"), f"output_dir={tmp_path}"]
+    assert main(args) == 2
+    err = _one_line_error(capsys)
+    assert "DEEPSEEK_API_KEY" in err and "api_key_env" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_uncached_embedder_offline_fails_fast_naming_the_setting(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    args = ["fit", "embedder.model=BAAI/bge-base-en-v1.5", f"output_dir={tmp_path / 'runs'}"]
+    assert main(args) == 2
+    err = _one_line_error(capsys)
+    assert "'BAAI/bge-base-en-v1.5'" in err and "embedder.model" in err and "HF_HUB_OFFLINE" in err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("missing", ["llm.reader"])
+def test_llm_role_without_endpoint(tmp_path: Path, capsys, missing: str) -> None:
+    assert main(["fit", "reader.kind=llm", f"output_dir={tmp_path}"]) == 2
+    assert missing in _one_line_error(capsys)
