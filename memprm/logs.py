@@ -4,7 +4,8 @@
   by default. Records still propagate to the root logger, which has no console handler in ``python -m
   memprm`` (so each line is printed once) and keeps pytest's ``caplog`` working; an application that gives
   the root logger its own console handler should not call this. Idempotent: calling it again sets the level
-  and the stream (the current ``sys.stderr``) and never adds a second handler.
+  and never adds a second handler. The handler writes to whatever ``sys.stderr`` is at emit time, so a
+  replaced or closed earlier stream (pytest's capture) is never touched.
 - :func:`set_progress_bars` / :func:`progress`: every tqdm loop of the package goes through :func:`progress`,
   which shows a bar only while the process-wide switch is on (``trainer.progress_bar``, set by ``fit``) and
   the caller does not turn it off.
@@ -24,18 +25,28 @@ _HANDLER_NAME = "memprm-console"
 _PROGRESS = {"enabled": True}
 
 
+class _CurrentStderrHandler(logging.StreamHandler):
+    """A stream handler bound to the *current* ``sys.stderr``, resolved on every record."""
+
+    @property
+    def stream(self):  # noqa: D102 - resolved at emit time
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:  # StreamHandler.__init__ assigns it; the current stderr always wins
+        pass
+
+
 def configure_logging(level: int | str = logging.INFO) -> logging.Logger:
     """Send ``memprm.*`` records at ``level`` and above to stderr, once (see the module docstring)."""
     logger = logging.getLogger("memprm")
     logger.setLevel(level)
     handler = next((h for h in logger.handlers if h.get_name() == _HANDLER_NAME), None)
     if handler is None:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _CurrentStderrHandler()
         handler.set_name(_HANDLER_NAME)
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
-    elif isinstance(handler, logging.StreamHandler):
-        handler.setStream(sys.stderr)
     return logger
 
 

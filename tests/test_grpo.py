@@ -21,7 +21,7 @@ from memprm.memory.embedder import resolve_model_path
 from memprm.models import grpo_module
 from memprm.models.grpo_config import GRPOConfig
 from memprm.models.grpo_losses import clipped_surrogate, kl_k3, policy_loss
-from memprm.models.grpo_module import EMPTY, GRPOPolicyModule, prepare_batch
+from memprm.models.grpo_module import EMPTY, GRPOPolicyModule, mean_over_ranks, prepare_batch
 from memprm.models.policy_api import GateSample
 from memprm.models.policy_config import LoraSettings, PolicyConfig, build_policy
 
@@ -461,3 +461,10 @@ def test_kl_term_pulls_toward_the_reference_when_beta_is_positive(tokenizer, mon
 def test_module_rejects_a_non_policy():
     with pytest.raises(ValueError, match="has no log_probs"):
         GRPOPolicyModule(torch.nn.Linear(2, 2), GRPOConfig())
+
+
+def test_mean_over_ranks_averages_each_key_over_the_ranks_that_carry_it():
+    # rank 0 logged a loss and an llm counter, rank 1 (no kept group) only the batch-side metrics
+    per_rank = [{"task/accuracy": 0.5, "grpo/loss": 2.0, "llm/failures": 1.0}, {"task/accuracy": 1.0}]
+    assert mean_over_ranks(per_rank) == {"task/accuracy": 0.75, "grpo/loss": 2.0, "llm/failures": 1.0}
+    assert mean_over_ranks([{}, {}]) == {}

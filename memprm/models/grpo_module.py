@@ -29,8 +29,9 @@ training step, so no mode switch made by the trainer or a callback around valida
 ratio π_θ/π_old then compares dropout-free log-probabilities, as the rollouts (``act`` runs in eval mode)
 and SFT computed them. The LightningModule itself may be in train mode; only the policy's mode matters.
 
-Logged per training step (``on_step``, ``sync_dist=True`` so that under DDP each value is the mean over
-ranks; ``batch_size`` = the number of groups):
+Logged per training step (``on_step``, ``batch_size`` = the number of groups). Under DDP each value is the
+mean over the ranks whose batch carries the key (:func:`mean_over_ranks`: one ``all_gather_object`` of the
+whole dict, because ranks can carry different keys and a per-key ``sync_dist`` reduce would then deadlock):
 
 - ``task/accuracy``: mean R over all rollouts of all groups (skipped ones included);
 - ``reward/credit``, ``reward/miss``, ``reward/shaping``, ``reward/total``: means over all gate steps of all
@@ -126,6 +127,15 @@ class PreparedBatch:
         out.update({f"bank/{k}": v for k, v in self.bank})
         out.update(dict(self.group_stats))
         return out
+
+
+def mean_over_ranks(per_rank: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Each key's mean over the ranks whose dict carries it; keys in first-seen order."""
+    sums: dict[str, list[float]] = {}
+    for metrics in per_rank:
+        for name, value in metrics.items():
+            sums.setdefault(name, []).append(float(value))
+    return {name: sum(vals) / len(vals) for name, vals in sums.items()}
 
 
 def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> PreparedBatch:
@@ -269,9 +279,17 @@ class GRPOPolicyModule(LightningModule):
             loss = torch.tensor(update["grpo/loss"])
         elif n_all:
             self._sync_only_update()
-        for name, value in metrics.items():
-            self.log(name, float(value), on_step=True, on_epoch=False, batch_size=len(groups), sync_dist=True)
+        for name, value in self._mean_over_ranks(metrics).items():
+            self.log(name, float(value), on_step=True, on_epoch=False, batch_size=len(groups))
         return loss
+
+    def _mean_over_ranks(self, metrics: dict[str, float]) -> dict[str, float]:
+        trainer = self._trainer
+        if trainer is None or trainer.world_size == 1 or not torch.distributed.is_initialized():
+            return metrics
+        gathered: list[dict[str, float] | None] = [None] * torch.distributed.get_world_size()
+        torch.distributed.all_gather_object(gathered, metrics)
+        return mean_over_ranks([g or {} for g in gathered])
 
     def _samples_on_all_ranks(self, n_local: int) -> int:
         """Kept gate samples summed over ranks (``n_local`` without DDP). Under DDP every rank must take the
