@@ -38,7 +38,7 @@ from memprm.stages.sft_stage import SFTConfig
 from memprm.stages.trainer import TrainerConfig
 
 T = TypeVar("T")
-__all__ = ["ConfigError", "FitConfig", "MemprmConfig", "build", "load_config", "to_dict"]
+__all__ = ["ConfigError", "FitConfig", "MemprmConfig", "build", "config_yaml", "load_config", "to_dict"]
 
 
 STAGES = ("critic", "sft", "grpo", "test")
@@ -103,6 +103,11 @@ class MemprmConfig:
     @property
     def run_name(self) -> str:
         return self.fit.run_name or f"{self.arm}-seed{self.seed}"
+
+
+def config_yaml(cfg: MemprmConfig) -> str:
+    """``cfg`` as the YAML a run folder keeps (``config.yaml``); ``load_config`` of it gives ``cfg`` back."""
+    return OmegaConf.to_yaml(OmegaConf.create(to_dict(cfg)))
 
 
 def load_config(

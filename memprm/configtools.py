@@ -6,6 +6,7 @@ Kept free of section imports so any module (e.g. one that saves its own config) 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import types
 import typing
 from collections.abc import Sequence
@@ -43,7 +44,10 @@ def build(cls: type[T], raw: Any, where: str = "", prefix: str = "") -> T:
 
 
 def to_dict(cfg: Any) -> Any:
-    """The inverse of :func:`build` (tuples become lists), for logging and saving the resolved config."""
+    """The inverse of :func:`build` (tuples become lists, enums their values), for logging and saving the
+    resolved config: ``build(type(cfg), to_dict(cfg)) == cfg``."""
+    if isinstance(cfg, enum.Enum):
+        return cfg.value
     if dataclasses.is_dataclass(cfg):
         return {f.name: to_dict(getattr(cfg, f.name)) for f in dataclasses.fields(cfg)}
     if isinstance(cfg, (list, tuple)):

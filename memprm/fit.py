@@ -31,9 +31,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
-from memprm.config import MemprmConfig, to_dict
+from memprm.config import MemprmConfig, config_yaml
 from memprm.data.source import load_source
 from memprm.memory.embedder import check_embedder
 from memprm.stages.atomic import atomic_write_text
@@ -78,7 +76,7 @@ def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
     set_progress_bars(cfg.trainer.progress_bar)
     run_dir = Path(cfg.output_dir) / cfg.run_name
     run_dir.mkdir(parents=True, exist_ok=True)
-    config_text = OmegaConf.to_yaml(OmegaConf.create(to_dict(cfg)))
+    config_text = config_yaml(cfg)
     version = write_config(run_dir, config_text)
     if version is not None:
         _log_config_text(run_dir, config_text, version)

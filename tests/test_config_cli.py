@@ -1,9 +1,13 @@
 """Typed configs (YAML + dotted overrides) and the command line."""
 
+from pathlib import Path
+
 import pytest
 
 from memprm.cli import main
-from memprm.config import ConfigError, MemprmConfig, load_config, to_dict
+from memprm.config import ConfigError, MemprmConfig, config_yaml, load_config, to_dict
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_defaults_yaml_and_overrides(tmp_path):
@@ -70,3 +74,12 @@ def test_cli_reports_a_missing_root(monkeypatch, capsys):
     monkeypatch.delenv("MEMPRM_DATA", raising=False)
     assert main(["data", "locomo"]) == 2
     assert "needs a data root" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("arm", [None, *sorted(p.name for p in (ROOT / "configs" / "arms").glob("*.yaml"))])
+def test_a_run_folders_config_yaml_loads_back_to_the_same_config(arm, tmp_path):
+    # fit writes config_yaml(cfg) to RUN/config.yaml; `fit --config RUN/config.yaml` must rebuild the same run
+    cfg = load_config(None if arm is None else ROOT / "configs" / "arms" / arm)
+    path = tmp_path / "config.yaml"
+    path.write_text(config_yaml(cfg))
+    assert load_config(path) == cfg

@@ -264,6 +264,26 @@ def test_sampler_advances_without_set_epoch():
     assert list(s) == first
 
 
+def test_sampler_repeats_each_index_as_often_as_asked_and_keeps_the_plain_order_without():
+    s = EpochShuffleSampler(4, seed=3, repeats=[1, 3, 1, 2])
+    order = list(s)
+    assert len(s) == 7 and sorted(order) == [0, 1, 1, 1, 2, 3, 3]
+    assert list(EpochShuffleSampler(5, seed=3, repeats=[1] * 5)) == list(EpochShuffleSampler(5, seed=3))
+    with pytest.raises(ValueError, match="repeats"):
+        EpochShuffleSampler(2, seed=0, repeats=[1, 0])
+
+
+def test_datamodule_draws_miss_examples_miss_repeats_times(tiny_tokenizer):
+    ex = _examples(("d1",))
+    ex[1] = dataclasses.replace(ex[1], tier="miss", u=0.0)
+    dm = CriticDataModule(ex, [], tiny_tokenizer, max_length=64, batch_size=64, seed=0, miss_repeats=4)
+    dm.setup("fit")
+    (batch,) = list(dm.train_dataloader())
+    assert sorted(batch.index.tolist()) == sorted([*range(len(ex)), 1, 1, 1])
+    with pytest.raises(ValueError, match="miss_repeats"):
+        CriticDataModule(ex, [], tiny_tokenizer, max_length=64, batch_size=4, seed=0, miss_repeats=0)
+
+
 # ---------------------------------------------------------------- end to end, tiny Qwen3 and MiniLM
 
 

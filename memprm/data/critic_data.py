@@ -13,8 +13,11 @@ Choices, documented once:
   as tensors; the collate only pads (right padding, dynamic width per batch). Over-long texts are cut to
   ``max_length`` (from the left by default, keeping the operation at the end of the rendering) and counted
   in ``n_truncated``, with a warning.
+- **Rare misses repeated.** With ``miss_repeats = r > 1`` every training example of tier ``miss`` (the Noops
+  that missed a needed write: the teacher's own and the counterfactual Noop of each load-bearing write) is
+  drawn r times per epoch; every other example once. Validation is never repeated.
 - **Deterministic shuffling.** The training order of epoch ``e`` is the permutation drawn by
-  ``numpy.random.default_rng([seed, e])``. Lightning calls ``set_epoch`` before each epoch; when nothing calls it
+  ``numpy.random.default_rng([seed, e])`` (of the example indices, each as many times as it is repeated). Lightning calls ``set_epoch`` before each epoch; when nothing calls it
   (a plain loop, or a distributed wrapper around the sampler), each new pass over the sampler advances the
   epoch by one. Same seed → same batches, epoch by epoch. Validation is in the given order.
 """
@@ -50,9 +53,14 @@ class CriticExample:
     kind: str
     #: id of the operation (teacher op id; counterfactuals name the op they were derived from).
     op_id: str
+    #: the relabeling tier (:class:`memprm.credit.tiers.Tier` value: ``miss`` / ``skip`` for Noops); empty
+    #: when the example has none (online replay labels).
+    tier: str = ""
 
     def __post_init__(self) -> None:
         where = f"critic example op_id={self.op_id!r} (dialogue {self.dialogue_id!r}, kind {self.kind!r})"
+        if not isinstance(self.tier, str):
+            raise ValueError(f"{where}: field 'tier' must be a string, got {self.tier!r}")
         for name in ("text", "dialogue_id", "kind", "op_id"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
@@ -127,23 +135,28 @@ class PadCollate:
 
 
 class EpochShuffleSampler(Sampler[int]):
-    """A permutation of ``range(n)`` fixed by ``(seed, epoch)``; see the module docstring."""
+    """A permutation of ``range(n)`` fixed by ``(seed, epoch)``; see the module docstring. With ``repeats``
+    ([n] ints >= 1), index i appears ``repeats[i]`` times in each epoch's order."""
 
-    def __init__(self, n: int, seed: int):
+    def __init__(self, n: int, seed: int, repeats: Sequence[int] | None = None):
+        if repeats is not None and (len(repeats) != n or min(repeats, default=1) < 1):
+            raise ValueError(f"EpochShuffleSampler: repeats must be {n} ints >= 1, got {list(repeats)[:8]}...")
         self.n = n
         self.seed = seed
         self.epoch = 0
+        self.pool = None if repeats is None or all(r == 1 for r in repeats) else np.repeat(np.arange(n), repeats)
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
     def __iter__(self) -> Iterator[int]:
-        order = np.random.default_rng([self.seed, self.epoch]).permutation(self.n)
+        rng = np.random.default_rng([self.seed, self.epoch])
+        order = rng.permutation(self.n) if self.pool is None else rng.permutation(self.pool)
         self.epoch += 1
         return iter(order.tolist())
 
     def __len__(self) -> int:
-        return self.n
+        return self.n if self.pool is None else len(self.pool)
 
 
 class _Indices(Dataset):
@@ -170,8 +183,11 @@ class CriticDataModule(LightningDataModule):
         seed: int,
         truncation_side: str = "left",
         num_workers: int = 0,
+        miss_repeats: int = 1,
     ):
         super().__init__()
+        if miss_repeats < 1:
+            raise ValueError(f"CriticDataModule: miss_repeats must be >= 1, got {miss_repeats}")
         if not train:
             raise ValueError("CriticDataModule: no training examples")
         if batch_size < 1:
@@ -191,6 +207,7 @@ class CriticDataModule(LightningDataModule):
         self.seed = seed
         self.truncation_side = truncation_side
         self.num_workers = num_workers
+        self.miss_repeats = miss_repeats
         self.train_split: TokenizedSplit | None = None
         self.val_split: TokenizedSplit | None = None
         self.n_truncated = 0
@@ -218,10 +235,14 @@ class CriticDataModule(LightningDataModule):
         return DataLoader(
             _Indices(len(split)),
             batch_size=self.batch_size,
-            sampler=EpochShuffleSampler(len(split), self.seed),
+            sampler=EpochShuffleSampler(len(split), self.seed, self.train_repeats()),
             collate_fn=PadCollate(split, self.tokenizer.pad_token_id),
             num_workers=self.num_workers,
         )
+
+    def train_repeats(self) -> list[int]:
+        """How often each training example is drawn per epoch (``miss_repeats`` for tier ``miss``, else 1)."""
+        return [self.miss_repeats if e.tier == "miss" else 1 for e in self.train_examples]
 
     def val_dataloader(self) -> DataLoader | list:
         split = self._ready(self.val_split)

@@ -102,7 +102,7 @@ def run_critic_stage(
     module = CriticModule(critic_cfg, model=model, tokenizer=tokenizer)
     dm = CriticDataModule(
         train_ex, dev_ex, module.tokenizer, critic_cfg.max_length, critic_cfg.batch_size, seed,
-        truncation_side=critic_cfg.truncation_side,
+        truncation_side=critic_cfg.truncation_side, miss_repeats=critic_cfg.miss_repeats,
     )  # fmt: skip
     trainer = build_trainer(trainer_cfg, run_dir / "tb", "critic", max_epochs=critic_cfg.max_epochs)
     trainer.fit(module, dm)

@@ -44,6 +44,7 @@ def relabel_trajectory(traj: DialogueTrajectory, embedder: Embedder, cfg: Relabe
             dialogue_id=traj.dialogue_id,
             kind=ex.source,
             op_id=ex.op_id,
+            tier=str(ex.tier),
         )  # fmt: skip
         for ex in res.examples
     )
