@@ -47,6 +47,8 @@ from memprm.models.policy_api import GateSample
 from memprm.stages.roles import build_stack
 from memprm.stages.sft_stage import load_policy
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 # ---------------------------------------------------------------- doubles and builders
 
 
@@ -172,15 +174,6 @@ def scripted_audit(rhos):
         return compute_validity(ranking=(RHO[queue.pop(0)], TARGETS))
 
     return audit, shown
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run many small ops: one intra-op thread avoids contention (60x slower on a busy host)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -25,16 +25,10 @@ from memprm.models.grpo_module import EMPTY, GRPOPolicyModule, mean_over_ranks, 
 from memprm.models.policy_api import GateSample
 from memprm.models.policy_config import LoraSettings, PolicyConfig, build_policy
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models run fastest on one thread (and do not fight other processes for cores)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning"),
+    pytest.mark.usefixtures("one_thread"),
+]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -296,7 +290,9 @@ def _policy(tokenizer, seed: int = 0):
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         policy = build_policy(
-            PolicyConfig(scorer="pair", max_length=128, lora=LoraSettings(rank=8)), model=bert, tokenizer=tokenizer
+            PolicyConfig(scorer="pair", max_length=128, lora=LoraSettings(rank=8)),
+            model=bert,
+            tokenizer=tokenizer,
         )
         torch.nn.init.normal_(policy.head.weight, std=2.0)
     return policy

@@ -26,20 +26,13 @@ from memprm.models.policy_config import LoraSettings, PolicyConfig, build_policy
 from memprm.models.scoring_policy import ScoringPolicy, gate_candidates
 from memprm.models.sft import balance_weights, sft_loss, sft_train
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 ACTIONS = (
     Action.noop(),
     Action("write", "Alice adopted a puppy named Rex", "pet"),
     Action("merge", "Alice has a cat and now a puppy", entry_id="e1"),
 )
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models run fastest on one thread (and do not fight other processes for cores)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 def _obs(

@@ -15,10 +15,11 @@ from memprm.env.rollout import GroupRunner, RolloutConfig
 from memprm.memory.bank import MemoryBank
 from memprm.stages.roles import build_stack
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 
 @pytest.fixture(scope="module")
 def setup():
-    torch.set_num_threads(1)
     data = generate_synthetic(SyntheticConfig(n_dialogues=3, n_train=2, n_dev=1, sessions_per_dialogue=3))
     stack = build_stack(load_config(None, ["embedder.kind=hashing", "embedder.dim=512"]))
     return data, stack, tiny_scoring_policy()

@@ -21,10 +21,11 @@ from memprm.stages.sft_stage import (
 )
 from memprm.stages.test_stage import results_table, write_results
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 
 @pytest.fixture(scope="module")
 def teacher_run():
-    torch.set_num_threads(1)
     data = generate_synthetic(SyntheticConfig(n_dialogues=2, n_train=1, n_dev=1, sessions_per_dialogue=2))
     stack = build_stack(load_config(None, ["embedder.kind=hashing", "embedder.dim=512"]))
     d = data["train"][0]

@@ -20,15 +20,9 @@ from memprm.llm.notes import Note
 from memprm.models.policy_config import LoraSettings
 from memprm.models.two_tower import RANKS, TextVectors, feature_dim, view_features
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 FROZEN = LoraSettings(rank=0)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 def _obs(
