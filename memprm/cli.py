@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from memprm.config import ConfigError, MemprmConfig, load_config
 from memprm.data.records import DataFormatError
-from memprm.llm.client import LLMConfigError, LLMStop
+from memprm.llm.endpoint import LLMConfigError, LLMStop
 from memprm.logs import configure_logging
 from memprm.memory.embedder import EmbedderUnavailable
 

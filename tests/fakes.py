@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memprm.llm.client import Failure
+from memprm.llm.endpoint import Failure
 
 
 class FakeClient:

@@ -25,7 +25,8 @@ from memprm.credit.types import AuditRecord  # noqa: E402
 from memprm.data.records import Question  # noqa: E402
 from memprm.env.audit import AuditResult, audit_exam  # noqa: E402
 from memprm.env.exam import ExamResult, Quiz, QuizItem, ReaderCache, run_exam  # noqa: E402
-from memprm.llm.client import LLMClient, LLMConfig, LLMStop  # noqa: E402
+from memprm.llm.client import LLMClient  # noqa: E402
+from memprm.llm.endpoint import LLMConfig, LLMStop  # noqa: E402
 from memprm.llm.judge import LLMJudge  # noqa: E402
 from memprm.llm.reader import LLMReader  # noqa: E402
 from memprm.llm.stats import RoleStats  # noqa: E402

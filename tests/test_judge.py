@@ -6,7 +6,7 @@ import pytest
 from fakes import FakeClient
 
 from memprm.data.records import Question
-from memprm.llm.client import Failure
+from memprm.llm.endpoint import Failure
 from memprm.llm.judge import (
     TEMPLATE_NAMES,
     F1Judge,

@@ -15,15 +15,8 @@ import pytest
 from chat_server import CHAT_PATH, ChatServer, hang, malformed, ok, status
 
 from memprm.llm.cache import ResponseCache, cache_key
-from memprm.llm.client import (
-    NO_KEY,
-    Completion,
-    Failure,
-    LLMClient,
-    LLMConfig,
-    LLMConfigError,
-    LLMRequestError,
-)
+from memprm.llm.client import LLMClient
+from memprm.llm.endpoint import NO_KEY, Completion, Failure, LLMConfig, LLMConfigError, LLMRequestError
 from memprm.llm.stats import COUNTERS, RoleStats, stats_for
 from memprm.llm.wire import backoff_s, parse_chat_body, parse_json_object, retry_after_s
 

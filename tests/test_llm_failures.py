@@ -18,7 +18,8 @@ from memprm.env.exam import ExamResult, ItemResult, Quiz, QuizItem, ReaderCache,
 from memprm.env.probe_gates import gate_probes
 from memprm.env.rollout import failure_stats
 from memprm.llm import failures
-from memprm.llm.client import Failure, LLMAuthError, LLMClient, LLMConfig
+from memprm.llm.client import LLMClient
+from memprm.llm.endpoint import Failure, LLMAuthError, LLMConfig
 from memprm.llm.failures import (
     FailureGuard,
     FailureShare,

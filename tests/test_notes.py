@@ -73,7 +73,7 @@ def test_oracle_writer_uses_annotations():
 def test_llm_writer_parses_and_counts_failures():
     from fakes import FakeClient
 
-    from memprm.llm.client import Failure
+    from memprm.llm.endpoint import Failure
 
     ok = {"notes": [{"layer": "profile", "key": "job", "text": "Ana's job: nurse"}]}
     writer = LLMNoteWriter(FakeClient([ok, Failure("down", None, "transport")]))

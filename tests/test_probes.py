@@ -9,8 +9,8 @@ from fakes import FakeClient
 
 from memprm.data.records import Dialogue, Fact, Question, Session, Turn
 from memprm.data.synthetic import SyntheticConfig, generate_dialogue
-from memprm.llm.client import Failure
 from memprm.llm.cloze import date_spans, make_cloze
+from memprm.llm.endpoint import Failure
 from memprm.llm.probes import FactProbeGenerator, LLMProbeGenerator, speaker_names
 
 NAMES = frozenset({"Ana", "Ben"})

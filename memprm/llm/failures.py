@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from memprm.llm.client import LLMStop
+from memprm.llm.endpoint import LLMStop
 from memprm.llm.stats import all_stats
 
 DEFAULT_MAX_FAILURE_SHARE = 0.2

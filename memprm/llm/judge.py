@@ -26,7 +26,7 @@ silent default. ``correct = score >= threshold``.
 
 ``LLMJudge`` asks an OpenAI-compatible model for ``{"label": "CORRECT" | "WRONG"}`` with one of the templates
 ``memprm/prompts/judge_*.txt``, chosen by :func:`template_name`; a blank answer is wrong without a call, and a
-:class:`~memprm.llm.client.Failure` after the client's re-asks is ``Verdict(False, 0.0, failed=True)``: a
+:class:`~memprm.llm.endpoint.Failure` after the client's re-asks is ``Verdict(False, 0.0, failed=True)``: a
 failed verdict, which the exam does not score (never a "wrong").
 """
 
@@ -40,7 +40,7 @@ from typing import Any
 
 from memprm.data.dates import MONTH_NUMBERS
 from memprm.data.records import Question
-from memprm.llm.client import Failure
+from memprm.llm.endpoint import Failure
 from memprm.llm.roles import Judge, Verdict
 from memprm.llm.text import answer_tokens
 

@@ -38,8 +38,8 @@ from importlib import resources
 from typing import Any
 
 from memprm.data.records import Dialogue, Question, Turn
-from memprm.llm.client import Failure
 from memprm.llm.cloze import make_cloze
+from memprm.llm.endpoint import Failure
 from memprm.llm.text import WORD
 
 

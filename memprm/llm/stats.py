@@ -12,7 +12,7 @@ Counters (all integers, only ever increased):
 - ``reasks`` — format re-asks (a reply that was not the expected JSON, asked again);
 - ``tokens_in`` / ``tokens_out`` — prompt / completion tokens reported by the server for answers received over
   HTTP (cache hits cost nothing and add nothing);
-- ``failures`` — questions that ended as a :class:`~memprm.llm.client.Failure` (transport retries or format
+- ``failures`` — questions that ended as a :class:`~memprm.llm.endpoint.Failure` (transport retries or format
   re-asks exhausted, or a 4xx that fails the one request), each counted once, and by kind in
   ``failures_transport`` / ``failures_format`` / ``failures_request`` (the three sum to ``failures``);
 - ``format_failures`` — replies that failed JSON parsing or validation (every bad reply, re-asked or final).

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from memprm.env.exam import ReaderCache
 from memprm.env.memory_env import MemoryEnv
-from memprm.llm.client import LLMClient, LLMConfig, LLMConfigError
+from memprm.llm.client import LLMClient
+from memprm.llm.endpoint import LLMConfig, LLMConfigError
 from memprm.llm.failures import DEFAULT_MAX_FAILURE_SHARE, check_max_failure_share, set_max_failure_share
 from memprm.llm.judge import build_judge
 from memprm.llm.notes import CachedNotes, LLMNoteWriter, NoteWriterConfig, OracleNoteWriter, RuleNoteWriter
