@@ -17,9 +17,9 @@ Choices, documented once:
   that missed a needed write: the teacher's own and the counterfactual Noop of each load-bearing write) is
   drawn r times per epoch; every other example once. Validation is never repeated.
 - **Deterministic shuffling.** The training order of epoch ``e`` is the permutation drawn by
-  ``numpy.random.default_rng([seed, e])`` (of the example indices, each as many times as it is repeated). Lightning calls ``set_epoch`` before each epoch; when nothing calls it
-  (a plain loop, or a distributed wrapper around the sampler), each new pass over the sampler advances the
-  epoch by one. Same seed → same batches, epoch by epoch. Validation is in the given order.
+  ``numpy.random.default_rng([seed, e])`` of the example indices (each as often as it is repeated). Lightning
+  calls ``set_epoch`` before each epoch; when nothing calls it (a plain loop, or a distributed wrapper around
+  the sampler), each new pass over the sampler advances the epoch by one. Same seed → same batches, epoch by epoch. Validation is in the given order.
 """
 
 from __future__ import annotations
@@ -144,19 +144,18 @@ class EpochShuffleSampler(Sampler[int]):
         self.n = n
         self.seed = seed
         self.epoch = 0
-        self.pool = None if repeats is None or all(r == 1 for r in repeats) else np.repeat(np.arange(n), repeats)
+        self.pool = np.arange(n) if repeats is None else np.repeat(np.arange(n), repeats)  # [Σ repeats]
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
     def __iter__(self) -> Iterator[int]:
-        rng = np.random.default_rng([self.seed, self.epoch])
-        order = rng.permutation(self.n) if self.pool is None else rng.permutation(self.pool)
+        order = np.random.default_rng([self.seed, self.epoch]).permutation(self.pool)
         self.epoch += 1
         return iter(order.tolist())
 
     def __len__(self) -> int:
-        return self.n if self.pool is None else len(self.pool)
+        return len(self.pool)
 
 
 class _Indices(Dataset):
