@@ -15,25 +15,26 @@ from typing import TypeVar
 
 from omegaconf import OmegaConf
 
-from memprm.callbacks.config import CriticRefreshConfig, DevSelectionConfig, ShapingMonitorConfig
+from memprm.callbacks.callback_config import DevSelectionConfig, ShapingMonitorConfig
 from memprm.configtools import ConfigError, build, to_dict
 from memprm.credit.presence import CreditConfig
 from memprm.credit.tiers import RelabelConfig
-from memprm.data.rollout_types import RolloutDataConfig
 from memprm.data.source import DataConfig
 from memprm.env.gates import EnvConfig
-from memprm.env.rollout import RolloutConfig
+from memprm.env.teacher import TeacherConfig
 from memprm.eval.validity import ValidityConfig
+from memprm.llm.endpoint import LLMRoles
 from memprm.llm.judge import JudgeConfig
 from memprm.llm.notes import NoteWriterConfig
+from memprm.llm.probes import ProbeConfig
 from memprm.llm.reader import ReaderConfig
-from memprm.llm.teacher import TeacherConfig
 from memprm.memory.embedder import EmbedderConfig
 from memprm.memory.retriever import RetrieverConfig
-from memprm.models.critic_config import CriticConfig
+from memprm.models.critic_config import CriticConfig, CriticRefreshConfig
 from memprm.models.grpo_config import GRPOConfig
 from memprm.models.policy_config import PolicyConfig
-from memprm.stages.roles import LLMRoles, ProbeConfig
+from memprm.rollout.datamodule_config import RolloutDataConfig
+from memprm.rollout.runner import RolloutConfig
 from memprm.stages.sft_stage import SFTConfig
 from memprm.stages.trainer import TrainerConfig
 

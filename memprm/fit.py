@@ -16,7 +16,7 @@ the ladder's arms.
 
 Rerunning the same command resumes: every stage writes its outputs atomically, then a completion marker
 ``stages/<stage>.json`` holding the hash of the config it depends on (:mod:`memprm.stages.markers`, the keys
-in :mod:`memprm.stages.plan`). A stage whose marker matches is skipped and its outputs loaded; one whose
+in :mod:`memprm.stages.stage_keys`). A stage whose marker matches is skipped and its outputs loaded; one whose
 settings changed is redone and the log names the changed settings; a killed GRPO stage continues from
 ``grpo/checkpoints/last.ckpt``. A ``config.yaml`` that differs from this run's is kept as ``config.<k>.yaml``.
 """
@@ -31,12 +31,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from memprm.atomic import atomic_write_text
 from memprm.config import MemprmConfig, config_yaml
 from memprm.data.source import load_source
 from memprm.memory.embedder import check_embedder
-from memprm.stages.atomic import atomic_write_text
 from memprm.stages.markers import Markers, StageKey
-from memprm.stages.plan import fresh_stage, plan_keys, write_config
+from memprm.stages.stage_keys import fresh_stage, plan_keys, write_config
 
 log = logging.getLogger("memprm.fit")
 
@@ -58,8 +58,8 @@ def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
 
     Rerunning the same command skips every stage whose completion marker holds this config's hash (its
     outputs are loaded), redoes those whose settings changed (the log names them) and resumes a killed GRPO
-    stage from its last checkpoint (:mod:`memprm.stages.markers`, :mod:`memprm.stages.plan`)."""
-    from memprm.stages.roles import check_llm_keys
+    stage from its last checkpoint (:mod:`memprm.stages.markers`, :mod:`memprm.stages.stage_keys`)."""
+    from memprm.env.stack import check_llm_keys
 
     check_llm_keys(cfg)  # bad setup fails in a second, before anything is loaded or written
     splits = load_source(cfg.data)
@@ -67,10 +67,10 @@ def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
 
     from lightning import seed_everything
 
-    from memprm.env.rollout import Stopwatch
+    from memprm.env.stack import build_stack
     from memprm.llm.failures import stage_counters
     from memprm.logs import set_progress_bars
-    from memprm.stages.roles import build_stack
+    from memprm.timing import Stopwatch
 
     seed_everything(cfg.seed, workers=True, verbose=False)
     set_progress_bars(cfg.trainer.progress_bar)
@@ -89,7 +89,7 @@ def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
     calibrate_reader(cfg, stack, splits, run_dir, keys.get("calibration"))
     policy = untrained = None
     if {"sft", "grpo", "test"} & set(stages):
-        from memprm.models.policy_config import build_policy
+        from memprm.models.policies import build_policy
 
         policy = build_policy(cfg.policy)
         untrained = {k: v.detach().clone() for k, v in policy.named_parameters() if v.requires_grad}

@@ -14,10 +14,10 @@ from lightning.pytorch import Trainer
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import AutoModel, PreTrainedTokenizerFast, Qwen3Config
 
-from memprm.data.critic_data import CriticDataModule, CriticExample, EpochShuffleSampler, split_by_dialogue
 from memprm.memory.embedder import resolve_model_path
 from memprm.models.backbone import BackboneConfig, encode_texts, pad_right, pool
 from memprm.models.critic import CriticConfig, CriticModule, load_critic, save_critic
+from memprm.models.critic_data import CriticDataModule, CriticExample, EpochShuffleSampler, split_by_dialogue
 from memprm.models.critic_losses import critic_loss, margin_rank_loss
 
 # (text, u, u_rr): decision-time renderings of operations with hand-set targets.

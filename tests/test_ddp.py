@@ -13,13 +13,13 @@ from tiny_models import tiny_scoring_policy
 
 from memprm.config import load_config
 from memprm.credit import CreditConfig
-from memprm.data.rollout_datamodule import RolloutDataModule
-from memprm.data.rollout_types import RolloutDataConfig
 from memprm.data.synthetic import SyntheticConfig, generate_synthetic
-from memprm.env.rollout import GroupRunner, RolloutConfig
+from memprm.env.stack import build_stack
 from memprm.models.grpo_config import GRPOConfig
 from memprm.models.grpo_module import GRPOPolicyModule
-from memprm.stages.roles import build_stack
+from memprm.rollout.datamodule import RolloutDataModule
+from memprm.rollout.datamodule_config import RolloutDataConfig
+from memprm.rollout.runner import GroupRunner, RolloutConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,14 +16,15 @@ from transformers import AutoTokenizer, BertConfig
 
 from memprm.configtools import ConfigError, build
 from memprm.credit import RewardWeights, composite_rewards, group_advantages
-from memprm.data.rollout_types import GroupBatch, RolloutSteps
+from memprm.env.policy import GateSample
 from memprm.memory.embedder import resolve_model_path
 from memprm.models import grpo_module
 from memprm.models.grpo_config import GRPOConfig
 from memprm.models.grpo_losses import clipped_surrogate, kl_k3, policy_loss
 from memprm.models.grpo_module import EMPTY, GRPOPolicyModule, mean_over_ranks, prepare_batch
-from memprm.models.policy_api import GateSample
-from memprm.models.policy_config import LoraSettings, PolicyConfig, build_policy
+from memprm.models.policies import build_policy
+from memprm.models.policy_config import LoraSettings, PolicyConfig
+from memprm.rollout.batches import GroupBatch, RolloutSteps
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning"),

@@ -5,7 +5,7 @@ import platform
 import numpy as np
 import pytest
 
-from memprm.heap import release_freed_memory, resident_mib
+from memprm.rollout.heap import release_freed_memory, resident_mib
 
 
 @pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc only")

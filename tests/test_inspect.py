@@ -25,11 +25,11 @@ from memprm.config import load_config
 from memprm.data.source import load_source
 from memprm.env.evaluate import evaluate_manager
 from memprm.env.gates import Action
+from memprm.env.stack import build_stack
 from memprm.inspect import PAGE, InspectError, build_page, write_page
-from memprm.inspect.render import anchor, short
+from memprm.inspect.html import anchor, short
 from memprm.inspect.trail import TEST_TRAIL, TrailRecorder
 from memprm.memory.bank import MANAGED_LAYERS
-from memprm.stages.roles import build_stack
 
 TINY = [
     "data.synthetic.n_dialogues=3", "data.synthetic.n_train=1", "data.synthetic.n_dev=1",

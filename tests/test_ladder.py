@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from memprm.callbacks.config import DevSelectionConfig
+from memprm.callbacks.callback_config import DevSelectionConfig
 from memprm.callbacks.dev_selection import DevCheckpointSelection
 from memprm.data.records import Dialogue
 

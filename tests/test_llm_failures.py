@@ -16,10 +16,9 @@ from memprm.data.records import Question
 from memprm.env.audit import AuditCounts, audit_exam, exclude_questions
 from memprm.env.exam import ExamResult, ItemResult, Quiz, QuizItem, ReaderCache, concurrency, run_exam
 from memprm.env.probe_gates import gate_probes
-from memprm.env.rollout import failure_stats
 from memprm.llm import failures
 from memprm.llm.client import LLMClient
-from memprm.llm.endpoint import Failure, LLMAuthError, LLMConfig
+from memprm.llm.endpoint import Failure, LLMAuthError, LLMConfig, LLMRoles
 from memprm.llm.failures import (
     FailureGuard,
     FailureShare,
@@ -35,7 +34,7 @@ from memprm.llm.stats import RoleStats, stats_for
 from memprm.logs import configure_logging, progress, set_progress_bars
 from memprm.memory import HashingEmbedder, MemoryBank, Retriever, RetrieverConfig
 from memprm.memory.retriever import Retrieval
-from memprm.stages.roles import LLMRoles
+from memprm.rollout.runner import failure_stats
 
 MODE = {m.name: m for m in MODES}
 HELLO = [{"role": "user", "content": "hello"}]
@@ -347,7 +346,7 @@ def test_grpo_callback_stops_before_training_on_a_failed_batch():
     from types import SimpleNamespace
 
     from memprm.callbacks.llm_failures import LLMFailureStop
-    from memprm.data.rollout_types import GroupBatch
+    from memprm.rollout.batches import GroupBatch
 
     def group(q: float, f: float) -> GroupBatch:
         return GroupBatch("d1", 2, (), 0, 0, {"llm/questions": q, "llm/failures": f})
@@ -510,9 +509,9 @@ def test_a_group_with_a_dead_reader_carries_its_failures_gets_no_credit_and_stop
     from memprm.config import load_config
     from memprm.credit import CreditConfig
     from memprm.data.synthetic import SyntheticConfig, generate_synthetic
-    from memprm.env.rollout import GroupRunner, RolloutConfig
-    from memprm.models.policy_api import GateSample
-    from memprm.stages.roles import build_stack
+    from memprm.env.policy import GateSample
+    from memprm.env.stack import build_stack
+    from memprm.rollout.runner import GroupRunner, RolloutConfig
 
     data = generate_synthetic(
         SyntheticConfig(n_dialogues=3, n_train=2, n_dev=1, sessions_per_dialogue=2, turns_per_session=6)

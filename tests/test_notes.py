@@ -121,7 +121,7 @@ def test_managers_writing_notes_get_more_flips_than_raw_copies():
     from memprm.config import load_config
     from memprm.data.synthetic import SyntheticConfig, generate_synthetic
     from memprm.env.managers import write_all_manager
-    from memprm.stages.roles import build_stack
+    from memprm.env.stack import build_stack
 
     policy_gap = load_tool("policy_gap")
     data = generate_synthetic(SyntheticConfig(n_dialogues=3, n_train=1, n_dev=1, sessions_per_dialogue=3))

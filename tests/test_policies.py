@@ -19,12 +19,14 @@ from memprm.credit.tiers import Neighbour
 from memprm.data.records import Turn
 from memprm.env.gates import Action, Observation
 from memprm.env.ops_format import format_operation, gate_prompt
+from memprm.env.policy import GateSample
 from memprm.memory.embedder import resolve_model_path
 from memprm.models.causal_policy import CausalPolicy
-from memprm.models.policy_api import GateSample
-from memprm.models.policy_config import LoraSettings, PolicyConfig, build_policy
+from memprm.models.policies import build_policy
+from memprm.models.policy_config import LoraSettings, PolicyConfig
 from memprm.models.scoring_policy import ScoringPolicy, gate_candidates
-from memprm.models.sft import balance_weights, sft_loss, sft_train
+from memprm.models.sft import balance_weights, sft_loss
+from memprm.stages.sft_stage import train_sft
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -296,7 +298,7 @@ def test_scoring_sft_moves_probability_to_the_teacher_and_trains_only_lora_and_h
     with torch.no_grad():
         before_logp = policy.log_probs(samples)[0]
     before = _snapshot(policy)
-    losses = sft_train(policy, samples, steps=25, lr=1e-2, batch_size=3, seed=0, progress=False)
+    losses = train_sft(policy, samples, steps=25, lr=1e-2, batch_size=3, seed=0, progress=False)
     with torch.no_grad():
         after_logp = policy.log_probs(samples)[0]
     assert len(losses) == 25 and losses[-1] < losses[0]
@@ -312,17 +314,17 @@ def test_scoring_rank_zero_trains_the_head_only(minilm_tokenizer):
     assert {n for n, p in policy.named_parameters() if p.requires_grad} == {"head.weight", "head.bias"}
 
 
-def test_sft_train_is_reproducible_and_validates(minilm_tokenizer):
+def test_train_sft_is_reproducible_and_validates(minilm_tokenizer):
     runs = []
     for _ in range(2):
         policy = _scoring(minilm_tokenizer, seed=5)
         samples = [policy.sample_for(_obs(k), Action.noop()) for k in (0, 1, 2)]
-        runs.append(sft_train(policy, samples, steps=4, lr=1e-2, batch_size=2, seed=3, progress=False))
+        runs.append(train_sft(policy, samples, steps=4, lr=1e-2, batch_size=2, seed=3, progress=False))
     assert runs[0] == runs[1]
     with pytest.raises(ValueError, match="no samples"):
-        sft_train(policy, [], steps=1, lr=1e-3, batch_size=1, seed=0)
+        train_sft(policy, [], steps=1, lr=1e-3, batch_size=1, seed=0)
     with pytest.raises(ValueError, match="steps"):
-        sft_train(policy, samples, steps=0, lr=1e-3, batch_size=1, seed=0)
+        train_sft(policy, samples, steps=0, lr=1e-3, batch_size=1, seed=0)
 
 
 def test_balance_weights_by_hand():
@@ -349,14 +351,14 @@ def test_weighted_sft_loss_and_the_balanced_optimum(minilm_tokenizer):
     expected = -(w * logp).sum() / w.sum()
     assert float(sft_loss(policy, samples, w)) == pytest.approx(float(expected), abs=1e-6)
     with pytest.raises(ValueError, match="weights of shape"):
-        sft_train(policy, samples, steps=1, lr=1e-2, batch_size=4, seed=0, weights=torch.ones(3))
+        train_sft(policy, samples, steps=1, lr=1e-2, batch_size=4, seed=0, weights=torch.ones(3))
 
     # One gate, teacher 3 × Noop : 1 × Write. The plain mean's optimum is π(write) = 1/4, so greedy Noops;
     # balanced (power 1) weights give both kinds the same total weight, optimum π(write) = 1/2.
     def p_write(power):
         pol = _scoring(minilm_tokenizer, seed=4, lora=LoraSettings(rank=0))
         weights = balance_weights(["noop"] * 3 + ["write"], power)
-        sft_train(pol, samples, steps=300, lr=5e-2, batch_size=4, seed=0, weights=weights, progress=False)
+        train_sft(pol, samples, steps=300, lr=5e-2, batch_size=4, seed=0, weights=weights, progress=False)
         with torch.no_grad():
             return float(pol.log_probs(samples[3:])[0].exp())
 
@@ -373,7 +375,7 @@ def test_minilm_scoring_policy_recomputes_and_learns():
     logp, _ = policy.eval().log_probs(samples)
     torch.testing.assert_close(logp, torch.tensor([s.logprob for s in samples]), atol=1e-5, rtol=0)
     teacher = [policy.sample_for(_obs(3), Action("merge", "x", entry_id="e1"))]
-    losses = sft_train(policy, teacher, steps=3, lr=1e-2, batch_size=1, seed=0, progress=False)
+    losses = train_sft(policy, teacher, steps=3, lr=1e-2, batch_size=1, seed=0, progress=False)
     assert losses[-1] < losses[0]
 
 
@@ -507,7 +509,7 @@ def test_causal_sft_moves_probability_to_the_teacher_and_trains_only_lora(bpe_to
     with torch.no_grad():
         before_logp = policy.log_probs(samples)[0]
     before = _snapshot(policy)
-    losses = sft_train(policy, samples[1:2], steps=40, lr=2e-2, batch_size=1, seed=0, progress=False)
+    losses = train_sft(policy, samples[1:2], steps=40, lr=2e-2, batch_size=1, seed=0, progress=False)
     with torch.no_grad():
         after_logp = policy.log_probs(samples)[0]
     assert losses[-1] < losses[0] and after_logp[1] > before_logp[1]

@@ -7,13 +7,13 @@ from tiny_models import tiny_scoring_policy
 
 from memprm.config import load_config
 from memprm.credit import CreditConfig, suffix_min_shaping
-from memprm.data.rollout_datamodule import RolloutDataModule
-from memprm.data.rollout_types import RolloutDataConfig
 from memprm.data.synthetic import SyntheticConfig, generate_synthetic
 from memprm.env.evaluate import evaluate_manager, greedy_manager
-from memprm.env.rollout import GroupRunner, RolloutConfig
+from memprm.env.stack import build_stack
 from memprm.memory.bank import MemoryBank
-from memprm.stages.roles import build_stack
+from memprm.rollout.datamodule import RolloutDataModule
+from memprm.rollout.datamodule_config import RolloutDataConfig
+from memprm.rollout.runner import GroupRunner, RolloutConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -12,17 +12,17 @@ from memprm.credit.tiers import Neighbour, RelabelConfig
 from memprm.data.records import Turn
 from memprm.data.synthetic import SyntheticConfig, generate_synthetic
 from memprm.env.gates import Action, EnvConfig, Observation
+from memprm.env.stack import build_stack
+from memprm.env.teacher import HeuristicTeacher, LLMTeacher
 from memprm.env.trajectories import load_trajectories, run_trajectory, save_trajectories
 from memprm.eval.validity import ValidityConfig
 from memprm.llm.notes import RuleNoteWriter, notes_for
-from memprm.llm.teacher import HeuristicTeacher, LLMTeacher
 from memprm.memory import HashingEmbedder
 from memprm.memory.embedder import EmbedderConfig, resolve_model_path
 from memprm.models.backbone_config import BackboneConfig
 from memprm.models.critic_config import CriticConfig
 from memprm.stages.critic_stage import run_critic_stage, teacher_trajectories
-from memprm.stages.relabel import relabel_trajectory
-from memprm.stages.roles import build_stack
+from memprm.stages.relabel_stage import relabel_trajectory
 from memprm.stages.trainer import TrainerConfig
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from memprm.atomic import atomic_write_text, replace_dir
 from memprm.config import load_config, to_dict
 from memprm.data.source import load_source
-from memprm.stages.atomic import atomic_write_text, replace_dir
 from memprm.stages.markers import Markers, changed_keys, config_hash, select_sections, stage_key
-from memprm.stages.plan import plan_keys, write_config
+from memprm.stages.stage_keys import plan_keys, write_config
 
 TINY = ["data.synthetic.n_dialogues=3", "data.synthetic.n_train=1", "data.synthetic.n_dev=1",
         "data.synthetic.sessions_per_dialogue=2", "data.synthetic.turns_per_session=8"]  # fmt: skip

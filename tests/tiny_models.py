@@ -9,7 +9,8 @@ import torch
 from transformers import AutoTokenizer, BertConfig
 
 from memprm.memory.embedder import resolve_model_path
-from memprm.models.policy_config import LoraSettings, PolicyConfig, build_policy
+from memprm.models.policies import build_policy
+from memprm.models.policy_config import LoraSettings, PolicyConfig
 
 
 @functools.cache

@@ -24,7 +24,7 @@ Audit modes: ``offline`` (teacher runs for relabeling) tests every cited managed
 only entries that an operation of the current episode wrote or merged into, since chain credit reaches only the
 episode's own steps; ``group`` is the online audit as GRPO runs it: G = --group forks of the mainline bank play
 each window (the teacher, each operation replaced by a random Noop/Write with probability --epsilon), share one
-quiz and one reader cache, and are examined and audited by ``memprm.env.rollout.GroupRunner`` (reader calls
+quiz and one reader cache, and are examined and audited by ``memprm.rollout.runner.GroupRunner`` (reader calls
 from its ``audit/*_reader_calls`` stats; no wall split there). The paper reports that its counterfactual
 roughly doubles quiz cost.
 """
@@ -40,6 +40,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from memprm.config import MemprmConfig  # noqa: E402
 from memprm.credit import CreditConfig  # noqa: E402
 from memprm.data.source import DataConfig, load_source  # noqa: E402
 from memprm.data.synthetic import SyntheticConfig  # noqa: E402
@@ -47,11 +48,11 @@ from memprm.env.audit import audit_exam, episode_entries  # noqa: E402
 from memprm.env.exam import run_exam  # noqa: E402
 from memprm.env.gates import Action  # noqa: E402
 from memprm.env.memory_env import advance_reference  # noqa: E402
-from memprm.env.offline import offline_stack  # noqa: E402
-from memprm.env.rollout import GroupRunner, RolloutConfig  # noqa: E402
-from memprm.llm.teacher import HeuristicTeacher  # noqa: E402
+from memprm.env.policy import GateSample  # noqa: E402
+from memprm.env.stack import build_stack  # noqa: E402
+from memprm.env.teacher import HeuristicTeacher  # noqa: E402
 from memprm.memory.bank import MemoryBank  # noqa: E402
-from memprm.models.policy_api import GateSample  # noqa: E402
+from memprm.rollout.runner import GroupRunner, RolloutConfig  # noqa: E402
 
 
 def measure(stack, dialogues, online: bool) -> dict[str, float]:
@@ -133,9 +134,9 @@ def main() -> int:
         data.append(("LoCoMo D5", load_source(DataConfig(source="locomo"))["dev"]))
     for name, dialogues in data:
         for mode in ("offline", "online"):
-            stack = offline_stack(shared_embedder=False)  # a cold embedding cache for each measurement
+            stack = build_stack(MemprmConfig(), shared_embedder=False)  # a cold embedding cache for each measurement
             rows.append((f"{name}, {mode}", measure(stack, dialogues, online=mode == "online")))
-        stack = offline_stack(shared_embedder=False)
+        stack = build_stack(MemprmConfig(), shared_embedder=False)
         rows.append(
             (f"{name}, group G={args.group}", measure_groups(stack, dialogues, args.group, args.epsilon))
         )

@@ -33,7 +33,7 @@ def child(out: Path, stage_one: Path, batches: int, release: bool) -> None:
 
     from memprm.config import load_config
     from memprm.fit import fit
-    from memprm.heap import resident_mib
+    from memprm.rollout.heap import resident_mib
 
     rss: list[float] = []
 

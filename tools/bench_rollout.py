@@ -38,10 +38,10 @@ def bench_path(
     from lightning import seed_everything
     from tqdm import tqdm
 
-    from memprm.data.rollout_datamodule import RolloutDataModule
-    from memprm.env.rollout import GroupRunner
     from memprm.models.critic import FrozenCritic
-    from memprm.models.policy_config import build_policy
+    from memprm.models.policies import build_policy
+    from memprm.rollout.datamodule import RolloutDataModule
+    from memprm.rollout.runner import GroupRunner
     from memprm.stages.sft_stage import run_sft_stage
 
     seed_everything(cfg.seed, verbose=False)
@@ -105,10 +105,10 @@ def main() -> int:
 
     from memprm.config import load_config
     from memprm.data.source import load_source
-    from memprm.env.rollout import Stopwatch
+    from memprm.env.stack import build_stack
     from memprm.models.critic import CriticModule, load_critic
     from memprm.stages.critic_stage import teacher_trajectories
-    from memprm.stages.roles import build_stack
+    from memprm.timing import Stopwatch
 
     cfg = load_config(args.config, args.overrides)
     stack = build_stack(cfg, Stopwatch())

@@ -11,6 +11,7 @@ LoCoMo's token-F1 judge.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections import defaultdict
@@ -18,11 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from memprm.config import MemprmConfig  # noqa: E402
 from memprm.data.source import DataConfig, load_source  # noqa: E402
 from memprm.env.audit import audit_exam  # noqa: E402
 from memprm.env.exam import Quiz, QuizItem, run_exam  # noqa: E402
 from memprm.env.memory_env import advance_reference  # noqa: E402
-from memprm.env.offline import offline_stack  # noqa: E402
+from memprm.env.stack import build_stack  # noqa: E402
 from memprm.memory.bank import LAYERS, MemoryBank  # noqa: E402
 from memprm.memory.retriever import RetrieverConfig  # noqa: E402
 
@@ -38,7 +40,8 @@ def main() -> int:
     splits = load_source(DataConfig(source="locomo", categories=tuple(args.categories)))
     dialogues = [d for name in ("train", "dev", "test") for d in splits[name]]
     d = dialogues[args.dialogue - 1]
-    stack = offline_stack(retriever=RetrieverConfig(paths=("verbatim",), widths={"verbatim": args.width}))
+    verbatim_only = RetrieverConfig(paths=("verbatim",), widths={"verbatim": args.width})
+    stack = build_stack(dataclasses.replace(MemprmConfig(), retriever=verbatim_only))
     bank = MemoryBank()
     for s in d.sessions:
         advance_reference(bank, d, s.index)

@@ -42,10 +42,10 @@ from memprm.env.managers import (  # noqa: E402
     noop_manager,
     write_all_manager,
 )
-from memprm.env.rollout import GroupRunner, RolloutConfig  # noqa: E402
+from memprm.env.stack import build_stack  # noqa: E402
 from memprm.fit import calibrate_reader  # noqa: E402
 from memprm.memory.bank import MemoryBank  # noqa: E402
-from memprm.stages.roles import build_stack  # noqa: E402
+from memprm.rollout.runner import GroupRunner, RolloutConfig  # noqa: E402
 
 
 def measure(stack, dialogues, manager, name: str) -> dict:

@@ -4,7 +4,7 @@
 
 ``runs/<run>`` is a run folder holding stage one (``teacher/train``; ``python -m memprm fit
 fit.stages=[critic]`` makes one). Each ``balance:steps:lr`` trains the policy's head from zero with
-:func:`memprm.models.sft.sft_train` on the teacher's samples, weighted by ``balance_weights(kinds,
+:func:`memprm.stages.sft_stage.train_sft` on the teacher's samples, weighted by ``balance_weights(kinds,
 balance)``, then prints, for each teacher action kind, what the greedy policy picks at those gates, and the
 per-kind recall. With the frozen-encoder default the pooled features are computed once and shared by every
 setting, so only the head is retrained. Training gates are the teacher's own: this measures imitation (can
@@ -44,12 +44,12 @@ def main() -> int:
 
     from memprm.config import load_config
     from memprm.data.source import load_source
-    from memprm.env.rollout import Stopwatch
-    from memprm.models.policy_config import build_policy
-    from memprm.models.sft import balance_weights, sft_train
+    from memprm.env.stack import build_stack
+    from memprm.models.policies import build_policy
+    from memprm.models.sft import balance_weights
     from memprm.stages.critic_stage import teacher_trajectories
-    from memprm.stages.roles import build_stack
-    from memprm.stages.sft_stage import samples_and_kinds
+    from memprm.stages.sft_stage import samples_and_kinds, train_sft
+    from memprm.timing import Stopwatch
 
     cfg = load_config(args.config, args.overrides)
     if cfg.policy.lora_rank != 0:
@@ -76,7 +76,7 @@ def main() -> int:
         torch.nn.init.zeros_(policy.head.weight)
         torch.nn.init.zeros_(policy.head.bias)
         w = balance_weights(kinds, balance)
-        losses = sft_train(
+        losses = train_sft(
             policy, samples, steps, lr, cfg.sft.batch_size, cfg.seed, weights=w, progress=False
         )
         with torch.no_grad():

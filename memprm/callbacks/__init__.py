@@ -7,7 +7,7 @@
   the end of training;
 - :class:`ShapingShareMonitor` (``shaping_monitor``): the shaping share over a window of batches.
 
-Their settings live in :mod:`memprm.callbacks.config`, which imports neither torch nor lightning. The
+Their settings live in :mod:`memprm.callbacks.callback_config`, which imports neither torch nor lightning. The
 callbacks are imported on first access (``from memprm.callbacks import LambdaAnnealing``), so that importing
 the configs from here does not pull in lightning.
 """
@@ -17,7 +17,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from memprm.callbacks.config import CriticRefreshConfig, DevSelectionConfig, ShapingMonitorConfig
+from memprm.callbacks.callback_config import DevSelectionConfig, ShapingMonitorConfig
+from memprm.models.critic_config import CriticRefreshConfig
 
 if TYPE_CHECKING:
     from memprm.callbacks.critic_refresh import CriticRefresh

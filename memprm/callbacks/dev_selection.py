@@ -33,9 +33,10 @@ import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 from torch import nn
 
-from memprm.callbacks.config import DevSelectionConfig
+from memprm.atomic import atomic_torch_save, atomic_write_text
+from memprm.callbacks.callback_config import DevSelectionConfig
 from memprm.data.records import Dialogue
-from memprm.stages.atomic import atomic_torch_save, atomic_write_text
+from memprm.models.trainable import load_trainable_state, trainable_state
 
 
 class DevCheckpointSelection(Callback):
@@ -107,7 +108,7 @@ class DevCheckpointSelection(Callback):
         played = getattr(getattr(trainer, "datamodule", None), "rollouts_played", None)
         self.rollouts.append(None if played is None else int(played) * getattr(trainer, "world_size", 1))
         if self.best_score is None or acc > self.best_score:
-            state = {n: p.detach().cpu().clone() for n, p in policy.named_parameters() if p.requires_grad}
+            state = trainable_state(policy)
             if not state:
                 raise ValueError("DevCheckpointSelection: the policy has no trainable parameters to keep")
             self.best_score, self.best_step, self.best_state = acc, step, state
@@ -156,10 +157,7 @@ class DevCheckpointSelection(Callback):
             self._run(trainer, pl_module)
         if self.best_state is None:
             return
-        own = dict(self._policy(pl_module).named_parameters())
-        with torch.no_grad():
-            for name, value in self.best_state.items():
-                own[name].copy_(value)
+        load_trainable_state(self._policy(pl_module), self.best_state)
         self._log(
             trainer, {"dev/best_accuracy": self.best_score, "dev/best_step": float(self.best_step)}, step
         )

@@ -1,7 +1,7 @@
 """LLMFailureStop: stops GRPO before it trains on a batch whose LLM failure share is too high.
 
-Each :class:`~memprm.data.rollout_types.GroupBatch` carries its LLM traffic (``llm/questions``, ``llm/failures``:
-what its probes, gates, exams and audits asked of every LLM role, :mod:`memprm.env.rollout`). Before the
+Each :class:`~memprm.rollout.batches.GroupBatch` carries its LLM traffic (``llm/questions``, ``llm/failures``:
+what its probes, gates, exams and audits asked of every LLM role, :mod:`memprm.rollout.runner`). Before the
 training step of a batch, the failures of all its groups over their questions is checked against
 ``llm.max_failure_share``: above it, :class:`~memprm.llm.failures.LLMFailureRateError` stops the run with one
 line naming the batch, the share, the endpoint and the last error — no update is made from a batch whose
@@ -16,8 +16,8 @@ from typing import Any
 
 from lightning.pytorch import Callback, LightningModule, Trainer
 
-from memprm.data.rollout_types import GroupBatch
 from memprm.llm.failures import FailureShare, batch_failure_share, stop_if_too_many
+from memprm.rollout.batches import GroupBatch
 
 
 class LLMFailureStop(Callback):

@@ -29,7 +29,7 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
-from memprm.stages.atomic import atomic_torch_save, atomic_write_text
+from memprm.atomic import atomic_torch_save, atomic_write_text
 
 log = logging.getLogger("memprm.stages")
 

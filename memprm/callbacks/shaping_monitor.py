@@ -3,7 +3,7 @@
 The share is :func:`memprm.credit.shaping_share`'s ratio, ``Σ|λ s̃| / (Σ|task| + Σ|w_u u| + Σ|w_miss miss| +
 Σ|λ s̃|)``, with the sums taken over every gate step of every rollout of the last ``window`` batches (a
 mass-weighted share, not a mean of per-batch shares); the paper reports it falls to 1.8% late in training.
-Each batch is weighed as the GRPO module weighed it: its :class:`~memprm.data.rollout_types.GroupBatch`
+Each batch is weighed as the GRPO module weighed it: its :class:`~memprm.rollout.batches.GroupBatch`
 measurements, the reward weights and ``pl_module.shaping_lambda`` read in ``on_train_batch_end`` (the λ the
 batch used: ``LambdaAnnealing`` only changes it at batch start). Rollouts without gate steps carry no reward
 and add nothing, as in the module.
@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 from lightning.pytorch import Callback, LightningModule, Trainer
 
-from memprm.callbacks.config import ShapingMonitorConfig
+from memprm.callbacks.callback_config import ShapingMonitorConfig
 from memprm.credit import CreditError, RewardBreakdown, RewardWeights, composite_rewards
-from memprm.data.rollout_types import GroupBatch
+from memprm.rollout.batches import GroupBatch
 
 COMPONENTS = ("task", "credit", "miss", "shaping")
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from memprm.data.records import Dialogue
 from memprm.env.audit import AuditResult, audit_exam
 from memprm.env.exam import ExamResult, Quiz, QuizItem, ReaderCache, run_exam
-from memprm.env.memory_env import MemoryEnv, Policy, WindowPlay
+from memprm.env.memory_env import Manager, MemoryEnv, WindowPlay
 from memprm.llm.failures import FailureGuard
 from memprm.logs import progress as progress_bar
 from memprm.memory.bank import MANAGED_LAYERS, MemoryBank
@@ -61,7 +61,7 @@ class DialogueEval:
 def evaluate_manager(
     env: MemoryEnv,
     dialogues: Sequence[Dialogue],
-    manager: Policy,
+    manager: Manager,
     desc: str = "eval",
     progress: bool = True,
     audit: bool = False,
@@ -115,8 +115,8 @@ def evaluate_manager(
     )
 
 
-def greedy_manager(policy) -> Policy:
-    """A :class:`~memprm.models.policy_api.GatePolicy` as a deterministic manager (its most likely action)."""
+def greedy_manager(policy) -> Manager:
+    """A :class:`~memprm.env.policy.GatePolicy` as a deterministic manager (its most likely action)."""
 
     def manage(obs):
         return policy.act(obs, greedy=True)[0]

@@ -1,6 +1,6 @@
 """Fixed memory managers for analysis: what ``tools/policy_gap.py`` compares and the tests use as references.
 
-Each is a :data:`~memprm.env.memory_env.Policy` (``Observation -> Action``):
+Each is a :data:`~memprm.env.memory_env.Manager` (``Observation -> Action``):
 
 - :func:`noop_manager` — Noop everywhere: the bank holds the verbatim layer only;
 - :func:`write_all_manager` — writes every gateable turn word for word (copies of the verbatim layer);
@@ -11,7 +11,7 @@ Each is a :data:`~memprm.env.memory_env.Policy` (``Observation -> Action``):
   analysis only (it reads annotations no manager has);
 - :class:`NoisyManager` — another manager whose action is replaced, with probability ``epsilon``, by a uniform
   draw from the gate's candidates (the forks of a group differ the way sampled rollouts do). It has the
-  ``act`` method of a gate policy, so :class:`~memprm.env.rollout.GroupRunner` can roll it out.
+  ``act`` method of a gate policy, so :class:`~memprm.rollout.runner.GroupRunner` can roll it out.
 """
 
 from __future__ import annotations
@@ -68,6 +68,6 @@ class NoisyManager:
         return self.manager(obs)
 
     def act(self, obs: Observation, *, greedy: bool = False, generator=None):
-        from memprm.models.policy_api import GateSample
+        from memprm.env.policy import GateSample
 
         return self(obs), GateSample(prompt="")

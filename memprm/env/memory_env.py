@@ -28,7 +28,7 @@ from memprm.llm.roles import Judge, ProbeGenerator, Reader
 from memprm.memory.bank import BankError, Entry, MemoryBank
 from memprm.memory.retriever import Retriever
 
-Policy = Callable[[Observation], Action]
+Manager = Callable[[Observation], Action]  # a memory manager: what to do at one gate
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class MemoryEnv:
         notes = notes_for(self.notes, turn, ts, layer)
         return Observation(dialogue.id, session.index, turn, ts, layer, context, neighbours, notes)
 
-    def play_window(self, dialogue: Dialogue, window: int, bank: MemoryBank, policy: Policy) -> WindowPlay:
+    def play_window(self, dialogue: Dialogue, window: int, bank: MemoryBank, manager: Manager) -> WindowPlay:
         """Play the gates of session ``window`` (1-based index into ``dialogue.sessions``) on ``bank``."""
         session = _session(dialogue, window)
         informative = _informative_turns(dialogue)
@@ -98,7 +98,7 @@ class MemoryEnv:
             if is_gateable(turn, self.cfg.gate_min_words):
                 for layer in self.cfg.layers:
                     obs = self.observe(dialogue, session, pos, layer, bank)
-                    action = policy(obs)
+                    action = manager(obs)
                     rendered = render_gate(obs, action, bank)
                     try:
                         rec = apply_action(bank, obs, action)

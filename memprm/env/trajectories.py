@@ -24,7 +24,7 @@ from memprm.credit.types import Step
 from memprm.data.records import Dialogue
 from memprm.env.audit import AuditResult
 from memprm.env.exam import ReaderCache
-from memprm.env.memory_env import MemoryEnv, Policy, advance_reference
+from memprm.env.memory_env import Manager, MemoryEnv, advance_reference
 from memprm.llm.failures import FailureGuard
 from memprm.logs import progress
 from memprm.memory.bank import MemoryBank
@@ -59,7 +59,7 @@ class DialogueTrajectory:
 
 
 def run_trajectory(
-    env: MemoryEnv, dialogue: Dialogue, manager: Policy, cache: ReaderCache, guard: FailureGuard | None = None
+    env: MemoryEnv, dialogue: Dialogue, manager: Manager, cache: ReaderCache, guard: FailureGuard | None = None
 ) -> DialogueTrajectory:
     """``manager`` manages ``dialogue`` from an empty bank, window by window (one rollout, no forking). With a
     ``guard``, each window's LLM failure share is checked after its exam and audit (the run stops there)."""
@@ -88,7 +88,7 @@ def run_trajectory(
 
 
 def run_trajectories(
-    env: MemoryEnv, dialogues: Sequence[Dialogue], manager: Policy, cache: ReaderCache, desc: str = "teacher"
+    env: MemoryEnv, dialogues: Sequence[Dialogue], manager: Manager, cache: ReaderCache, desc: str = "teacher"
 ) -> list[DialogueTrajectory]:
     """:func:`run_trajectory` of every dialogue; stops (:class:`~memprm.llm.failures.LLMFailureRateError`) after a
     window whose LLM failure share exceeds ``llm.max_failure_share``."""

@@ -2,7 +2,7 @@
 
 ``fit``'s test stage writes ``test_audit.jsonl`` (:mod:`memprm.inspect.trail`); this package reads it with the
 run's other result files (:mod:`memprm.inspect.load`), turns them into typed views (:mod:`memprm.inspect.model`)
-and renders those (:mod:`memprm.inspect.render`)::
+and renders those (:mod:`memprm.inspect.html`)::
 
     path = write_page("runs/ours-seed0")            # runs/ours-seed0/inspect.html
     html = build_page("runs/ours-seed0", dialogue="syn-006")
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memprm.inspect.html import render_page
 from memprm.inspect.load import InspectError, load_run
 from memprm.inspect.model import build_model
-from memprm.inspect.render import render_page
 
 #: the page's file name in the run folder when no ``--out`` is given.
 PAGE = "inspect.html"

@@ -153,3 +153,28 @@ def check_messages(messages: Sequence[Mapping[str, str]], role: str) -> list[dic
             raise ValueError(f"LLM role {role!r}: messages[{i}].content must be a string")
         out.append({"role": m["role"], "content": m["content"]})
     return out
+
+
+DEFAULT_MAX_FAILURE_SHARE = 0.2
+
+
+def check_max_failure_share(value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"llm.max_failure_share must be in [0, 1], got {value}")
+
+
+@dataclass(frozen=True)
+class LLMRoles:
+    """Endpoints of the roles whose kind is ``llm`` (null for offline roles)."""
+
+    reader: LLMConfig | None = None
+    judge: LLMConfig | None = None
+    probes: LLMConfig | None = None
+    teacher: LLMConfig | None = None
+    notes: LLMConfig | None = None
+    #: stop the run when more than this share of one batch's LLM questions fail (a GRPO batch, a teacher or
+    #: evaluated dialogue; :mod:`memprm.llm.failures`), naming the endpoint and the last error.
+    max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE
+
+    def __post_init__(self) -> None:
+        check_max_failure_share(self.max_failure_share)

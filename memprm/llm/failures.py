@@ -27,10 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from memprm.llm.endpoint import LLMStop
+from memprm.llm.endpoint import DEFAULT_MAX_FAILURE_SHARE, LLMStop, check_max_failure_share
 from memprm.llm.stats import all_stats
-
-DEFAULT_MAX_FAILURE_SHARE = 0.2
 
 #: exam / gate / audit outcome counters kept in :data:`LEDGER`.
 OUTCOMES = (
@@ -121,11 +119,6 @@ def set_max_failure_share(value: float) -> None:
     """The process-wide ``llm.max_failure_share`` that :class:`FailureGuard` s without their own limit use."""
     check_max_failure_share(value)
     _LIMIT["max_share"] = float(value)
-
-
-def check_max_failure_share(value: float) -> None:
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"llm.max_failure_share must be in [0, 1], got {value}")
 
 
 def last_error() -> str:

@@ -197,3 +197,17 @@ class LLMProbeGenerator:
                 probes.append(probe_question(dialogue, turn, 0, reply.question, reply.answer))
                 self.stats.probes += 1
         return probes
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    #: ``facts`` (offline cloze probes from the data's fact annotations) or ``llm``.
+    kind: str = "facts"
+    #: facts: probes per turn at most.
+    max_per_turn: int = 1
+    #: llm: turns with fewer words get no probe.
+    min_words: int = 5
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("facts", "llm"):
+            raise ValueError(f"probes.kind must be 'facts' or 'llm', got {self.kind!r}")

@@ -180,3 +180,14 @@ def build_embedder(cfg: EmbedderConfig, shared: bool = True) -> Embedder:
 def _normalize(x: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return x / np.maximum(norms, 1e-12)
+
+
+class TimedEmbedder:
+    """An embedder proxy that charges its time to a stopwatch (to split rollout wall time)."""
+
+    def __init__(self, inner, stopwatch):
+        self.inner, self.stopwatch, self.dim = inner, stopwatch, inner.dim
+
+    def embed(self, texts):
+        with self.stopwatch("embed"):
+            return self.inner.embed(texts)

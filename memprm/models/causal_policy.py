@@ -47,8 +47,8 @@ from transformers import (
 
 from memprm.env.gates import Action, Observation
 from memprm.env.ops_format import format_operation, gate_prompt, parse_operation, validate_operation
+from memprm.env.policy import GateSample
 from memprm.models.backbone import load_or_take, pad_right
-from memprm.models.policy_api import GateSample
 from memprm.models.policy_config import PolicyConfig
 from memprm.models.scoring_policy import eval_mode, pick
 
@@ -68,7 +68,7 @@ class CausalCounts:
 
 
 class CausalPolicy(nn.Module):
-    """A (LoRA-adapted) causal LM; implements :class:`~memprm.models.policy_api.GatePolicy`."""
+    """A (LoRA-adapted) causal LM; implements :class:`~memprm.env.policy.GatePolicy`."""
 
     def __init__(self, cfg: PolicyConfig, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase):
         super().__init__()

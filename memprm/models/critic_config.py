@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -32,7 +33,7 @@ class CriticConfig:
     #: training / validation batch size (the rank term pairs examples within a batch).
     batch_size: int = 32
     #: each training example labeled ``miss`` (a Noop that skipped a needed write) is drawn this many times per
-    #: epoch (:class:`memprm.data.critic_data.CriticDataModule`), so that misses weigh about as much as the
+    #: epoch (:class:`memprm.models.critic_data.CriticDataModule`), so that misses weigh about as much as the
     #: correct Noops. Observed misses are rare: on the embedded default (seed 0) 36 misses (33 counterfactual)
     #: against 1305 correct Noops among 4067 examples; drawn once, the critic scores every Noop alike (dev miss
     #: AUC 0.398, deletion causality inverted); 10 → miss AUC 0.674; 30 → 0.850 and all five checks pass, for
@@ -68,3 +69,63 @@ class CriticConfig:
             raise ValueError(
                 f"critic.truncation_side must be 'left' or 'right', got {self.truncation_side!r}"
             )
+
+
+def _finite(section: str, name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{section}.{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class CriticRefreshConfig:
+    #: refresh the critic every this many optimizer steps; 0 = off (frozen critic, the paper's LoCoMo
+    #: setting). The paper's LongMemEval run refreshes every 200 steps.
+    every_n_steps: int = 0
+    #: AdamW learning rate of the retraining (LoRA and heads; weight decay and the loss weights of Eq. (5)
+    #: are the critic's own, ``critic.*``).
+    lr: float = 5e-5
+    #: passes over the replay buffer per refresh.
+    epochs: int = 1
+    #: replay examples per optimizer step; each step also takes this many anchor texts (cycling).
+    batch_size: int = 32
+    #: weight λ_anchor of the anchoring term MSE(φ(anchor), φ_offline(anchor)); 0 = no anchoring.
+    lambda_anchor: float = 1.0
+    #: the replay buffer keeps the most recent this many online-labeled operations.
+    max_replay: int = 4096
+    #: anchor texts drawn (seeded) from the replay buffer at the first refresh if none are given; then fixed.
+    anchor_size: int = 256
+    #: a refresh with fewer replay examples than this is skipped (recorded as such, the critic unchanged).
+    min_replay: int = 32
+    #: the refreshed critic is rolled back when any validity check is worse than before the refresh by more
+    #: than this (:meth:`memprm.eval.validity.ValidityReport.worse_than`, each check in its own units).
+    tolerance: float = 0.02
+    #: seed of the retraining's shuffles and dropout (refresh i uses seed + i) and of the anchor draw.
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        s = "critic_refresh"
+        for name in (
+            "every_n_steps",
+            "epochs",
+            "batch_size",
+            "max_replay",
+            "anchor_size",
+            "min_replay",
+            "seed",
+        ):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError(f"{s}.{name} must be an integer, got {v!r}")
+        if self.every_n_steps < 0:
+            raise ValueError(f"{s}.every_n_steps must be >= 0 (0 = off), got {self.every_n_steps}")
+        for name in ("epochs", "batch_size", "max_replay", "anchor_size", "min_replay"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{s}.{name} must be >= 1, got {getattr(self, name)}")
+        if self.min_replay > self.max_replay:
+            raise ValueError(f"{s}.min_replay ({self.min_replay}) exceeds max_replay ({self.max_replay})")
+        if not _finite(s, "lr", self.lr) > 0:
+            raise ValueError(f"{s}.lr must be > 0, got {self.lr}")
+        for name in ("lambda_anchor", "tolerance"):
+            if _finite(s, name, getattr(self, name)) < 0:
+                raise ValueError(f"{s}.{name} must be >= 0, got {getattr(self, name)}")

@@ -1,6 +1,6 @@
 """GRPOPolicyModule: the online GRPO stage of a memory-manager policy (both policy kinds).
 
-One training step takes one or more :class:`~memprm.data.rollout_types.GroupBatch` es (G rollouts of one
+One training step takes one or more :class:`~memprm.rollout.batches.GroupBatch` es (G rollouts of one
 episode each, carrying unweighted measurements) and
 
 1. weighs each rollout's measurements into composite per-step rewards
@@ -48,7 +48,7 @@ whole dict, because ranks can carry different keys and a per-key ``sync_dist`` r
 - ``audit/{gate,quiz,audit}_reader_calls`` (reader calls of building, answering and auditing a group's quiz),
   ``audit/*`` failure and citation counts, ``reader/missing_citations``, ``probe/*`` (gate pass rates, probes
   dropped for a failed answer) and ``llm/*`` (the group's LLM traffic and failures, per role and in all; see
-  :mod:`memprm.env.rollout`): means over the groups whose ``GroupBatch.stats`` carry the key.
+  :mod:`memprm.rollout.runner`): means over the groups whose ``GroupBatch.stats`` carry the key.
 
 DDP caveat: every rank must take the same number of optimizer steps per training step (each one
 all-reduces gradients). With ``minibatch_size = 0`` that holds as long as no rank skips all its groups;
@@ -74,10 +74,10 @@ from memprm.credit import (
     group_advantages,
     shaping_share,
 )
-from memprm.data.rollout_types import GroupBatch
+from memprm.env.policy import GateSample
 from memprm.models.grpo_config import GRPOConfig
 from memprm.models.grpo_losses import policy_loss
-from memprm.models.policy_api import GateSample
+from memprm.rollout.batches import GroupBatch
 
 #: status of a group whose rollouts have no gate step at all (nothing to train; counted, not an error).
 EMPTY = "empty"
@@ -237,7 +237,7 @@ def _check_logprob(v: float, what: str) -> None:
 
 
 class GRPOPolicyModule(LightningModule):
-    """GRPO on a :class:`~memprm.models.policy_api.GatePolicy` (an ``nn.Module``); see the module doc."""
+    """GRPO on a :class:`~memprm.env.policy.GatePolicy` (an ``nn.Module``); see the module doc."""
 
     def __init__(self, policy: nn.Module, cfg: GRPOConfig):
         super().__init__()

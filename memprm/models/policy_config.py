@@ -1,6 +1,6 @@
-"""Configuration of the memory-manager policy, and the one builder for both policy kinds.
+"""Configuration of the memory-manager policy (both kinds; :func:`memprm.models.policies.build_policy` builds it).
 
-Two kinds share one GRPO module through :class:`memprm.models.policy_api.GatePolicy`:
+Two kinds share one GRPO module through :class:`memprm.env.policy.GatePolicy`:
 
 - ``scoring`` (the embedded default's policy, CPU-friendly): an encoder (MiniLM by default) scores a small
   candidate set per gate — Noop, Write(the turn), Write(each note), Merge(the first note into each of the
@@ -17,18 +17,14 @@ the module's current mode. GRPO and SFT run the policy in eval mode (``policy.ev
 π_θ / π_old compares dropout-free log-probabilities (the base models' own dropout — MiniLM has 0.1 — would
 otherwise make a recomputed log-probability differ from the sampled one).
 
-This module imports neither torch nor transformers: :func:`build_policy` imports the policy it builds.
+This module imports neither torch nor transformers.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from memprm.models.causal_policy import CausalPolicy
-    from memprm.models.scoring_policy import ScoringPolicy
+from typing import Literal
 
 _DEFAULT_TARGETS = {"scoring": ("query", "value"), "causal": ("q_proj", "v_proj")}
 DTYPES = ("float32", "bfloat16", "float16")
@@ -120,19 +116,3 @@ class PolicyConfig:
     def target_modules(self) -> tuple[str, ...]:
         """The LoRA target modules, with the kind's default filled in."""
         return self.lora.target_modules or _DEFAULT_TARGETS[self.kind]
-
-
-def build_policy(cfg: PolicyConfig, model: Any = None, tokenizer: Any = None) -> ScoringPolicy | CausalPolicy:
-    """Build the policy ``cfg.kind`` names.
-
-    ``model`` / ``tokenizer`` inject ready parts (tests, callers holding a model): a ``PreTrainedModel`` or a
-    ``PretrainedConfig`` (random weights) plus a tokenizer; ``None`` loads ``cfg.model``. LoRA layers are
-    injected into an injected model *in place* (peft's ``get_peft_model``): do not reuse it as a plain model.
-    """
-    if cfg.kind == "scoring":
-        from memprm.models.scoring_policy import build_scoring_policy
-
-        return build_scoring_policy(cfg, model, tokenizer)
-    from memprm.models.causal_policy import build_causal_policy
-
-    return build_causal_policy(cfg, model, tokenizer)

@@ -43,9 +43,9 @@ from transformers import PreTrainedTokenizerBase
 from memprm.env.candidates import Candidate, GateView, gate_candidates, gate_view
 from memprm.env.gates import Action, Observation
 from memprm.env.ops_format import format_operation, validate_operation
+from memprm.env.policy import GateSample
 from memprm.models.backbone import load_base, pool
 from memprm.models.backbone_config import BackboneConfig
-from memprm.models.policy_api import GateSample
 from memprm.models.policy_config import PolicyConfig
 from memprm.models.two_tower import TextVectors, feature_dim, view_features
 
@@ -99,7 +99,7 @@ def pick(logp: torch.Tensor, greedy: bool, generator: torch.Generator | None) ->
 
 
 class ScoringPolicy(nn.Module):
-    """Encoder + linear head over per-gate candidates (a :class:`~memprm.models.policy_api.GatePolicy`)."""
+    """Encoder + linear head over per-gate candidates (a :class:`~memprm.env.policy.GatePolicy`)."""
 
     def __init__(self, cfg: PolicyConfig, encoder: nn.Module, tokenizer: PreTrainedTokenizerBase):
         super().__init__()

@@ -17,17 +17,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from memprm.data.critic_data import CriticDataModule
+from memprm.atomic import atomic_write_text, replace_dir
 from memprm.data.records import Dialogue
+from memprm.env.stack import Stack
 from memprm.env.trajectories import DialogueTrajectory, load_trajectories, run_trajectories, save_trajectories
 from memprm.eval import ValidityReport
 from memprm.eval.validity import ValidityConfig
 from memprm.models.critic import CriticConfig, CriticModule, FrozenCritic, save_critic
-from memprm.stages.atomic import atomic_write_text, replace_dir
+from memprm.models.critic_data import CriticDataModule
 from memprm.stages.critic_validity import critic_validity
 from memprm.stages.markers import Markers, StageKey
-from memprm.stages.relabel import relabel_all
-from memprm.stages.roles import Stack
+from memprm.stages.relabel_stage import relabel_all
 from memprm.stages.trainer import TrainerConfig, build_trainer
 
 log = logging.getLogger("memprm.stages")

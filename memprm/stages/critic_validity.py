@@ -24,7 +24,7 @@ from memprm.env.exam import Quiz, QuizItem, ReaderCache, run_exam
 from memprm.env.trajectories import DialogueTrajectory
 from memprm.eval import ValidityReport, ValidityThresholds, compute_validity, deletion_causality
 from memprm.memory.bank import MANAGED_LAYERS
-from memprm.stages.relabel import RelabeledDialogue
+from memprm.stages.relabel_stage import RelabeledDialogue
 
 
 def critic_validity(

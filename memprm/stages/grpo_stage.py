@@ -29,10 +29,10 @@ import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from memprm.atomic import atomic_write_text
 from memprm.data.records import Dialogue
 from memprm.env.evaluate import evaluate_manager, greedy_manager
-from memprm.env.rollout import GroupRunner
-from memprm.stages.atomic import atomic_write_text
+from memprm.rollout.runner import GroupRunner
 from memprm.stages.trainer import TrainerConfig, build_trainer
 
 log = logging.getLogger("memprm.stages")
@@ -68,9 +68,9 @@ def run_grpo_stage(
     from memprm.callbacks import CriticRefresh, DevCheckpointSelection, LambdaAnnealing, ShapingShareMonitor
     from memprm.callbacks.llm_failures import LLMFailureStop
     from memprm.callbacks.resume_state import AtomicCheckpointIO, ResumeState, StepCheckpoint
-    from memprm.data.rollout_datamodule import RolloutDataModule
-    from memprm.models.critic_refresh import CriticHandle
+    from memprm.models.critic_retrain import CriticHandle
     from memprm.models.grpo_module import GRPOPolicyModule
+    from memprm.rollout.datamodule import RolloutDataModule
     from memprm.stages.tb_resume import ResumableTensorBoardLogger
 
     handle = CriticHandle(critic) if critic is not None else None
@@ -162,7 +162,7 @@ def _validity_audit(cfg, stack, dev, stage_one: Path | None):
     """The dev validity checks of a critic (the refresh's rollback test), on stage one's dev trajectories."""
     from memprm.env.trajectories import load_trajectories
     from memprm.stages.critic_validity import critic_validity
-    from memprm.stages.relabel import relabel_all
+    from memprm.stages.relabel_stage import relabel_all
 
     if stage_one is None or not dev:
         raise ValueError("critic refresh needs the dev dialogues and stage one's dev teacher trajectories")

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memprm.atomic import atomic_write_text
 from memprm.configtools import to_dict
-from memprm.stages.atomic import atomic_write_text
 
 log = logging.getLogger("memprm.stages")
 

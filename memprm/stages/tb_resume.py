@@ -18,7 +18,7 @@ from typing import Any
 from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_only
 
-from memprm.stages.atomic import atomic_write_text
+from memprm.atomic import atomic_write_text
 
 EVENTS_GLOB = "events.out.tfevents.*"
 

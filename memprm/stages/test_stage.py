@@ -9,11 +9,11 @@ from pathlib import Path
 
 from memprm.data.records import Dialogue
 from memprm.env.evaluate import EvalResult, evaluate_manager
-from memprm.env.memory_env import MemoryEnv, Policy
+from memprm.env.memory_env import Manager, MemoryEnv
 
 
 def evaluate_managers(
-    env: MemoryEnv, dialogues: Sequence[Dialogue], managers: Mapping[str, Policy], split: str = "test"
+    env: MemoryEnv, dialogues: Sequence[Dialogue], managers: Mapping[str, Manager], split: str = "test"
 ) -> dict[str, EvalResult]:
     return {
         name: evaluate_manager(env, dialogues, m, desc=f"{split}: {name}") for name, m in managers.items()

@@ -65,9 +65,9 @@ about 269 test and 54 dev-selection questions with a couple of knowledge-update 
 
 from __future__ import annotations
 
-from memprm.data.synthetic.config import CATEGORIES, SyntheticConfig
 from memprm.data.synthetic.generate import SOURCE, generate_dialogue, generate_synthetic, split_questions
-from memprm.data.synthetic.plan import format_date, format_session_datetime, resolve_relative_time
+from memprm.data.synthetic.generator_config import CATEGORIES, SyntheticConfig
+from memprm.data.synthetic.storyline import format_date, format_session_datetime, resolve_relative_time
 
 __all__ = [
     "CATEGORIES",

@@ -7,14 +7,14 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 
 from memprm.data.records import DataSplits, Dialogue, Fact, LoadReport, Question, Session, Turn
-from memprm.data.synthetic.config import CATEGORIES, SyntheticConfig
-from memprm.data.synthetic.plan import (
+from memprm.data.synthetic.generator_config import CATEGORIES, SyntheticConfig
+from memprm.data.synthetic.questions import Draft, draft_questions, round_robin
+from memprm.data.synthetic.sessions import Renderer
+from memprm.data.synthetic.storyline import (
     format_session_datetime,
     plan_events,
     plan_profile,
 )
-from memprm.data.synthetic.questions import Draft, draft_questions, round_robin
-from memprm.data.synthetic.render import Renderer
 from memprm.data.synthetic.vocabulary import PEOPLE
 
 SOURCE = "synthetic"

@@ -12,7 +12,7 @@ from memprm.data.synthetic.lines import (
     TEMPORAL_ASK,
     UNANSWERABLE_ANSWER,
 )
-from memprm.data.synthetic.plan import (
+from memprm.data.synthetic.storyline import (
     Event,
     Mention,
     article,

@@ -44,13 +44,14 @@ from memprm.credit import (
 )
 from memprm.credit.online_labels import online_labels
 from memprm.data.records import Dialogue
-from memprm.data.rollout_types import GroupBatch, RolloutSteps
 from memprm.env.audit import AuditCounts, exclude_questions
 from memprm.env.exam import ReaderCache
 from memprm.env.memory_env import MemoryEnv, advance_reference
+from memprm.env.policy import GateSample
 from memprm.llm import failures
 from memprm.memory.bank import MANAGED_LAYERS, MemoryBank
-from memprm.models.policy_api import GateSample
+from memprm.rollout.batches import GroupBatch, RolloutSteps
+from memprm.timing import Stopwatch
 
 CriticScore = Callable[[list[str]], np.ndarray]  # rendered operations -> φ [N]
 
@@ -67,36 +68,6 @@ class RolloutConfig:
             raise ValueError(f"rollout.group_size must be >= 1, got {self.group_size}")
         if self.shaping not in ("suffix_min", "sum", "none"):
             raise ValueError(f"rollout.shaping must be suffix_min, sum or none, got {self.shaping!r}")
-
-
-class Stopwatch:
-    """Accumulated seconds per key (``with sw("policy"): ...``)."""
-
-    def __init__(self):
-        self.seconds: dict[str, float] = {}
-
-    def __call__(self, key: str):
-        sw = self
-
-        class _Span:
-            def __enter__(self):
-                self.t0 = time.perf_counter()
-
-            def __exit__(self, *exc):
-                sw.seconds[key] = sw.seconds.get(key, 0.0) + time.perf_counter() - self.t0
-
-        return _Span()
-
-
-class TimedEmbedder:
-    """An embedder proxy that charges its time to a stopwatch (to split rollout wall time)."""
-
-    def __init__(self, inner, stopwatch: Stopwatch):
-        self.inner, self.stopwatch, self.dim = inner, stopwatch, inner.dim
-
-    def embed(self, texts):
-        with self.stopwatch("embed"):
-            return self.inner.embed(texts)
 
 
 class GroupRunner:

@@ -28,8 +28,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from memprm.callbacks.config import CriticRefreshConfig
-from memprm.data.critic_data import CriticExample
+from memprm.models.critic_config import CriticRefreshConfig
+from memprm.models.critic_data import CriticExample
 from memprm.models.backbone import encode_texts, pad_right
 from memprm.models.critic import CriticNet, FrozenCritic
 from memprm.models.critic_losses import critic_loss

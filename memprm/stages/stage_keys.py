@@ -19,9 +19,9 @@ import logging
 import shutil
 from pathlib import Path
 
+from memprm.atomic import atomic_write_text
 from memprm.configtools import to_dict
 from memprm.data.records import DataSplits
-from memprm.stages.atomic import atomic_write_text
 from memprm.stages.markers import Markers, StageKey, dialogues_digest, stage_key
 
 log = logging.getLogger("memprm.stages")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memprm.models.policy_api import GateSample
+from memprm.env.policy import GateSample
 
 
 @dataclass(frozen=True)
@@ -55,18 +55,3 @@ class GroupBatch:
     @property
     def group_size(self) -> int:
         return len(self.rollouts)
-
-
-@dataclass(frozen=True)
-class RolloutDataConfig:
-    #: episodes (groups) per training batch.
-    groups_per_batch: int = 1
-    #: seed of the write-back choice, the credit shuffles and the policy's sampling (plus the rank).
-    seed: int = 0
-    #: after each batch of episodes, hand freed heap pages back to the OS (glibc ``malloc_trim``; a no-op
-    #: elsewhere). Without it the resident size creeps up by the audit's freed buffers (:mod:`memprm.heap`).
-    release_memory: bool = True
-
-    def __post_init__(self) -> None:
-        if self.groups_per_batch < 1:
-            raise ValueError(f"rollout_data.groups_per_batch must be >= 1, got {self.groups_per_batch}")

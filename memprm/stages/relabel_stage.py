@@ -14,10 +14,10 @@ from dataclasses import dataclass, fields
 
 from memprm.credit.relabel import relabel_tiers
 from memprm.credit.tiers import LabeledExample, RelabelConfig, RelabelCounts, entry_outcomes
-from memprm.data.critic_data import CriticExample
 from memprm.env.render_ops import render_example
 from memprm.env.trajectories import DialogueTrajectory
 from memprm.memory.embedder import Embedder
+from memprm.models.critic_data import CriticExample
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from datetime import date, datetime, timedelta
 
 from memprm.data.dates import format_date
 from memprm.data.synthetic.attributes import ATTRIBUTES
-from memprm.data.synthetic.config import SyntheticConfig
+from memprm.data.synthetic.generator_config import SyntheticConfig
 from memprm.data.synthetic.vocabulary import (
     ACTIVITIES,
     MONTHS,

@@ -11,47 +11,16 @@ from dataclasses import dataclass
 
 from memprm.env.exam import ReaderCache
 from memprm.env.memory_env import MemoryEnv
+from memprm.env.teacher import HeuristicTeacher, LLMTeacher
 from memprm.llm.client import LLMClient
-from memprm.llm.endpoint import LLMConfig, LLMConfigError
-from memprm.llm.failures import DEFAULT_MAX_FAILURE_SHARE, check_max_failure_share, set_max_failure_share
+from memprm.llm.endpoint import LLMConfigError, LLMRoles
+from memprm.llm.failures import set_max_failure_share
 from memprm.llm.judge import build_judge
 from memprm.llm.notes import CachedNotes, LLMNoteWriter, NoteWriterConfig, OracleNoteWriter, RuleNoteWriter
 from memprm.llm.probes import FactProbeGenerator, LLMProbeGenerator
 from memprm.llm.reader import ExtractiveReader, LLMReader
-from memprm.llm.teacher import HeuristicTeacher, LLMTeacher
-from memprm.memory.embedder import Embedder, build_embedder
+from memprm.memory.embedder import Embedder, TimedEmbedder, build_embedder
 from memprm.memory.retriever import Retriever
-
-
-@dataclass(frozen=True)
-class ProbeConfig:
-    #: ``facts`` (offline cloze probes from the data's fact annotations) or ``llm``.
-    kind: str = "facts"
-    #: facts: probes per turn at most.
-    max_per_turn: int = 1
-    #: llm: turns with fewer words get no probe.
-    min_words: int = 5
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("facts", "llm"):
-            raise ValueError(f"probes.kind must be 'facts' or 'llm', got {self.kind!r}")
-
-
-@dataclass(frozen=True)
-class LLMRoles:
-    """Endpoints of the roles whose kind is ``llm`` (null for offline roles)."""
-
-    reader: LLMConfig | None = None
-    judge: LLMConfig | None = None
-    probes: LLMConfig | None = None
-    teacher: LLMConfig | None = None
-    notes: LLMConfig | None = None
-    #: stop the run when more than this share of one batch's LLM questions fail (a GRPO batch, a teacher or
-    #: evaluated dialogue; :mod:`memprm.llm.failures`), naming the endpoint and the last error.
-    max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE
-
-    def __post_init__(self) -> None:
-        check_max_failure_share(self.max_failure_share)
 
 
 @dataclass
@@ -59,8 +28,20 @@ class Stack:
     embedder: Embedder
     retriever: Retriever
     env: MemoryEnv
-    teacher: object  # a Policy: Observation -> Action
+    teacher: object  # a Manager: Observation -> Action
     stopwatch: object = None  # the Stopwatch embedding time is charged to, if any
+
+    @property
+    def reader(self):
+        return self.env.reader
+
+    @property
+    def judge(self):
+        return self.env.judge
+
+    @property
+    def probes(self):
+        return self.env.probes
 
     def cache(self) -> ReaderCache:
         return ReaderCache(self.env.reader, self.env.judge)
@@ -96,14 +77,12 @@ def _client(llm: LLMRoles, role: str) -> LLMClient:
     return LLMClient(cfg, role)
 
 
-def build_stack(cfg, stopwatch=None) -> Stack:
+def build_stack(cfg, stopwatch=None, shared_embedder: bool = True) -> Stack:
     """Everything the stages need from a :class:`memprm.config.MemprmConfig`. With a
-    :class:`~memprm.env.rollout.Stopwatch`, embedding time is charged to it (key ``embed``)."""
+    :class:`~memprm.rollout.runner.Stopwatch`, embedding time is charged to it (key ``embed``)."""
     set_max_failure_share(cfg.llm.max_failure_share)
-    emb = build_embedder(cfg.embedder)
+    emb = build_embedder(cfg.embedder, shared=shared_embedder)
     if stopwatch is not None:
-        from memprm.env.rollout import TimedEmbedder
-
         emb = TimedEmbedder(emb, stopwatch)
     retriever = Retriever(emb, cfg.retriever)
     reader = (

@@ -1,6 +1,6 @@
 """RolloutDataModule: grouped episodes from an injected environment, with resumable state.
 
-The environment (a :class:`~memprm.env.rollout.GroupRunner` wrapping the ``MemoryEnv``) is injected; the
+The environment (a :class:`~memprm.rollout.runner.GroupRunner` wrapping the ``MemoryEnv``) is injected; the
 policy that acts is the LightningModule's ``policy`` attribute, read at iteration time so every episode is
 played by the current weights. Episodes walk the rank's dialogues round-robin, each dialogue window by window
 from its own mainline bank; after a dialogue's last window its banks start over empty.
@@ -28,9 +28,10 @@ from lightning import LightningDataModule
 from torch.utils.data import DataLoader, IterableDataset
 
 from memprm.data.records import Dialogue
-from memprm.data.rollout_types import GroupBatch, RolloutDataConfig
-from memprm.heap import release_freed_memory
 from memprm.memory.bank import MemoryBank
+from memprm.rollout.batches import GroupBatch
+from memprm.rollout.datamodule_config import RolloutDataConfig
+from memprm.rollout.heap import release_freed_memory
 
 
 class _Episodes(IterableDataset):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from memprm.data.synthetic.attributes import ATTRIBUTES
-from memprm.data.synthetic.config import SyntheticConfig
+from memprm.data.synthetic.generator_config import SyntheticConfig
 from memprm.data.synthetic.lines import (
     CLOSING_TAILS,
     CLOSINGS,
@@ -22,7 +22,7 @@ from memprm.data.synthetic.lines import (
     THIRD_PARTY_REPLIES,
     TOPICAL,
 )
-from memprm.data.synthetic.plan import (
+from memprm.data.synthetic.storyline import (
     Event,
     Mention,
     article,

@@ -1,0 +1,53 @@
+"""The trainable part of a model as a plain ``{name: tensor}`` dict: snapshots, weight files, rollback.
+
+Fit, dev selection, SFT and the critic refresh keep and restore only what trains (LoRA and heads; every
+weight of a model trained in full): a few MB instead of the frozen base.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import torch
+from torch import nn
+
+
+def trainable_state(module: nn.Module, names: Iterable[str] | None = None) -> dict[str, torch.Tensor]:
+    """CPU copies of ``module``'s parameters that require grad, by name (or of exactly ``names``).
+
+    >>> m = nn.Linear(2, 1); m.bias.requires_grad_(False)  # doctest: +ELLIPSIS
+    Parameter...
+    >>> sorted(trainable_state(m))
+    ['weight']
+    """
+    params = dict(module.named_parameters())
+    if names is None:
+        names = [n for n, p in params.items() if p.requires_grad]
+    unknown = sorted(set(names) - set(params))
+    if unknown:
+        raise ValueError(f"trainable_state: {type(module).__name__} has no parameters {unknown[:3]}")
+    return {n: params[n].detach().cpu().clone() for n in names}
+
+
+def load_trainable_state(module: nn.Module, state: Mapping[str, torch.Tensor], *, where: str = "") -> None:
+    """Copy ``state`` into ``module``'s parameters of the same names, in place (no grad).
+
+    Every name must be a parameter of ``module`` with the same shape; the error names ``where`` (a file).
+
+    >>> a, b = nn.Linear(2, 1), nn.Linear(2, 1)
+    >>> load_trainable_state(b, trainable_state(a)); bool(torch.equal(a.weight, b.weight))
+    True
+    """
+    own = dict(module.named_parameters())
+    prefix = f"{where}: " if where else ""
+    unknown = sorted(set(state) - set(own))
+    if unknown:
+        raise ValueError(f"{prefix}parameters {unknown[:3]} are not in this {type(module).__name__} (another model?)")
+    for name, value in state.items():
+        if tuple(own[name].shape) != tuple(value.shape):
+            raise ValueError(
+                f"{prefix}tensor {name!r} has shape {tuple(value.shape)}, the model's is {tuple(own[name].shape)}"
+            )
+    with torch.no_grad():
+        for name, value in state.items():
+            own[name].copy_(value)

@@ -1,0 +1,20 @@
+"""Settings of the rollout DataModule (no torch or lightning import: configs load without them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RolloutDataConfig:
+    #: episodes (groups) per training batch.
+    groups_per_batch: int = 1
+    #: seed of the write-back choice, the credit shuffles and the policy's sampling (plus the rank).
+    seed: int = 0
+    #: after each batch of episodes, hand freed heap pages back to the OS (glibc ``malloc_trim``; a no-op
+    #: elsewhere). Without it the resident size creeps up by the audit's freed buffers (:mod:`memprm.rollout.heap`).
+    release_memory: bool = True
+
+    def __post_init__(self) -> None:
+        if self.groups_per_batch < 1:
+            raise ValueError(f"rollout_data.groups_per_batch must be >= 1, got {self.groups_per_batch}")
