@@ -6,18 +6,41 @@ from memprm.eval.significance import paired_permutation, sign_test
 
 
 def test_sign_test_exact_values_and_ties():
-    assert sign_test([1, 1, 1, 1, 1], [0, 0, 0, 0, 0]).p_value == pytest.approx(1 / 32)
+    assert sign_test([1, 1, 1, 1, 1], [0, 0, 0, 0, 0]).p_value == 1 / 32
     r = sign_test([1, 1, 0, 1], [0, 0, 1, 1])  # 2 wins, 1 loss, 1 tie -> n = 3: P(X >= 2) = 4/8
     assert (r.statistic, r.n, r.p_value) == (2.0, 3, 0.5)
-    assert sign_test([1, 2], [1, 2]).p_value == 1.0
+    r = sign_test([2, 2, 2, 0, 5], [1, 1, 1, 1, 5])  # 3 wins, 1 loss, 1 tie -> P(X >= 3 | n = 4) = (4 + 1)/16
+    assert (r.statistic, r.n, r.p_value) == (3.0, 4, 5 / 16)
+    assert sign_test([0, 0], [1, 1]).p_value == 1.0  # no wins: P(X >= 0) = 1
+    assert sign_test([1, 2], [1, 2]) == sign_test([], [])  # all tied / no units: nothing to test, p = 1
+    assert sign_test([1, 2], [1, 2]).p_value == 1.0 and sign_test([1, 2], [1, 2]).n == 0
     with pytest.raises(ValueError, match="equal length"):
         sign_test([1, 2], [1])
 
 
 def test_paired_permutation_exact():
     # differences (+1, +1, +1): the observed mean is the maximum of 8 sign patterns -> p = 1/8
-    assert paired_permutation([2, 2, 2], [1, 1, 1]).p_value == pytest.approx(1 / 8)
+    assert paired_permutation([2, 2, 2], [1, 1, 1]).p_value == 1 / 8
     # differences (+1, -1): means {0, 1, -1, 0}; observed 0 -> 3 of 4 are >= 0
-    assert paired_permutation([2, 1], [1, 2]).p_value == pytest.approx(3 / 4)
-    big = paired_permutation([1.0] * 20, [0.0] * 20, n_perm=2000, seed=1)
-    assert big.p_value < 0.01 and big.n == 20
+    assert paired_permutation([2, 1], [1, 2]).p_value == 3 / 4
+    # one unit: the flips are d and -d
+    assert [paired_permutation([a], [0]).p_value for a in (1, 0, -1)] == [0.5, 1.0, 1.0]
+    # d = (0.1, 0.2, -0.3): sums 0, .6, -.4, -.2, .2, .4, -.6, 0; the all-flipped 0 is ~-6e-17 in floats and
+    # still ties the observed 0 -> 5 of 8
+    r = paired_permutation([0.1, 0.2, 0.0], [0.0, 0.0, 0.3])
+    assert r.p_value == 5 / 8 and r.statistic == pytest.approx(0.0, abs=1e-15) and r.n == 3
+    assert paired_permutation([1.0] * 16, [0.0] * 16, n_perm=10).p_value == 2.0**-16  # n <= 16: exact
+    assert paired_permutation([], []).p_value == 1.0
+    with pytest.raises(ValueError, match="equal length"):
+        paired_permutation([[1.0]], [[0.0]])
+
+
+def test_paired_permutation_monte_carlo():
+    # all 20 differences +1: only the identity pattern reaches the observed mean, and 999 random flips of
+    # 2^20 almost surely miss it -> p = (0 + 1) / (999 + 1); never 0, reproducible given the seed
+    big = paired_permutation([1.0] * 20, [0.0] * 20, n_perm=999, seed=1)
+    assert (big.p_value, big.n, big.statistic) == (1 / 1000, 20, 1.0)
+    d = ([0.3, 0.1, 0.0, 0.2] * 5, [0.2, 0.2, 0.1, 0.0] * 5)
+    assert paired_permutation(*d, n_perm=500, seed=3) == paired_permutation(*d, n_perm=500, seed=3)
+    exact = paired_permutation([1.0] * 17, [0.0] * 17, n_perm=2**17)  # n_perm >= 2^n: all flips, exact
+    assert exact.p_value == 2.0**-17

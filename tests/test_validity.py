@@ -16,7 +16,6 @@ from memprm.eval import (
     ValidityReport,
     ValidityThresholds,
     adversarial_fp_rate,
-    average_ranks,
     binary_auc,
     compute_validity,
     deletion_causality,
@@ -29,16 +28,21 @@ from memprm.eval import (
 
 def test_spearman_with_ties_matches_hand_computation() -> None:
     # ranks x = [1, 2.5, 2.5, 4], y = [1, 3, 2, 4]: Σdxdy = 4.5, Σdx² = 4.5, Σdy² = 5 → 4.5/√22.5 = 3/√10
-    assert average_ranks(np.array([1.0, 2.0, 2.0, 3.0])).tolist() == [1.0, 2.5, 2.5, 4.0]
     m = spearman([1, 2, 2, 3], [1, 3, 2, 4])
-    assert m.value == pytest.approx(3 / math.sqrt(10)) and m.sizes == (4,) and m.defined
+    assert m.value == pytest.approx(3 / math.sqrt(10), abs=1e-12) and m.sizes == (4,) and m.defined
+    # ties on both sides: ranks x = [1.5, 1.5, 3.5, 3.5], y = [1, 2.5, 2.5, 4]; centred (-1, -1, 1, 1) and
+    # (-1.5, 0, 0, 1.5): Σdxdy = 3, Σdx² = 4, Σdy² = 4.5 → 3/√18 = 1/√2 (ordinal ranks: 1.0)
+    assert spearman([1, 1, 2, 2], [1, 2, 2, 3]).value == pytest.approx(1 / math.sqrt(2), abs=1e-12)
+    assert spearman([0.1, 0.2, 0.3], [0.1, 0.2, 0.3]).value == pytest.approx(1.0, abs=1e-12)  # no eps bias
     assert spearman([1, 2, 3], [30, 20, 10]).value == pytest.approx(-1.0)
     assert ranking_spearman([0.9, 0.1, 0.5], [1.0, 0.0, 0.3]).value == pytest.approx(1.0)
 
 
 def test_spearman_undefined_is_nan_with_reason() -> None:
     const = spearman([1, 2, 3], [0.3, 0.3, 0.3])
-    assert math.isnan(const.value) and "y is constant" in const.reason and not const.defined
+    assert math.isnan(const.value) and not const.defined and const.sizes == (3,)
+    assert const.reason == "Spearman undefined: y is constant over all 3 items"
+    assert spearman([5, 5], [5, 5]).reason == "Spearman undefined: x is constant over all 2 items"  # x first
     one = spearman([1.0], [2.0])
     assert math.isnan(one.value) and "at least 2" in one.reason
     assert math.isnan(spearman([], []).value)
@@ -59,6 +63,8 @@ def test_auc_perfect_reversed_ties_and_hand_computed() -> None:
     assert binary_auc([0.8, 0.9], [0.1, 0.2, 0.3]).value == 1.0
     assert binary_auc([0.1, 0.2], [0.8, 0.9]).value == 0.0
     assert binary_auc([0.5, 0.5], [0.5, 0.5, 0.5]).value == 0.5
+    assert binary_auc([0.4], [0.4]).value == 0.5 and binary_auc([0.5], [0.4]).value == 1.0
+    assert binary_auc([50.0, 60.0], [40.0, 55.0]).value == 0.75  # raw scores: no sigmoid squashing 50 ≈ 60
     m = binary_auc([0.9, 0.5], [0.5, 0.1])  # pairs 1, 1, ½, 1
     assert m.value == 0.875 and m.sizes == (2, 2)
 
@@ -73,7 +79,8 @@ def test_auc_matches_brute_force_pair_count_with_ties() -> None:
 def test_auc_with_an_empty_class_is_nan_with_reason() -> None:
     m = binary_auc([], [0.1, 0.2])
     assert math.isnan(m.value) and "positive class is empty" in m.reason and m.sizes == (0, 2)
-    assert "negative class is empty" in binary_auc([0.3], []).reason
+    assert binary_auc([0.3], []).reason == "AUC undefined: the negative class is empty"
+    assert binary_auc([], []).reason == "AUC undefined: the positive class is empty"
 
 
 def test_miss_and_misattach_auc_directions() -> None:

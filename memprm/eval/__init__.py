@@ -1,6 +1,6 @@
 """Evaluation of the memory-utility critic: rank statistics and the pre-specified validity checks (§4.4).
 
-Pure numpy (no torch, no Lightning); the critic enters only as scores already computed::
+numpy and scipy only (no torch, no Lightning); the critic enters only as scores already computed::
 
     dc = deletion_causality(entry_scores, accuracy_without, base_accuracy, k=10, rng_seed=0)
     report = compute_validity(ranking=(phi, targets), noops=(phi_missed, phi_correct),
@@ -9,7 +9,7 @@ Pure numpy (no torch, no Lightning); the critic enters only as scores already co
     report.write(out_dir)  # report.json + report.md
 """
 
-from memprm.eval.metrics import EvalInputError, Metric, average_ranks, binary_auc, spearman
+from memprm.eval.metrics import EvalInputError, Metric, binary_auc, spearman
 from memprm.eval.validity import (
     PAPER_DELETION,
     DeletionCausality,
@@ -31,7 +31,6 @@ __all__ = [
     "ValidityReport",
     "ValidityThresholds",
     "adversarial_fp_rate",
-    "average_ranks",
     "binary_auc",
     "compute_validity",
     "deletion_causality",

@@ -1,22 +1,29 @@
-"""Dialogue-level significance tests (the paper treats each test dialogue as one unit).
+"""Dialogue-level significance tests (the paper treats each test dialogue as one unit), on top of scipy.
 
-- ``sign_test(a, b)``: exact one-sided sign test that arm ``a`` beats arm ``b`` on paired units; ties are
-  dropped (the usual convention). With 5 units all won, p = 1/32 ≈ 0.031, the paper's "5-unit floor".
-- ``paired_permutation(a, b)``: exact one-sided paired permutation test of the mean difference (all 2^n sign
-  flips for n ≤ 16, else ``n_perm`` random flips with a seeded generator).
+- ``sign_test(a, b)``: exact one-sided sign test (:func:`scipy.stats.binomtest`) that arm ``a`` beats arm
+  ``b`` on paired units; ties are dropped (the usual convention). With 5 units all won, p = 1/32 ≈ 0.031,
+  the paper's "5-unit floor".
+- ``paired_permutation(a, b)``: one-sided paired permutation test of the mean difference
+  (:func:`scipy.stats.permutation_test` flipping the sign of whole units): exact over all 2^n sign flips for
+  n ≤ 16 (or n_perm ≥ 2^n), else ``n_perm`` random flips from ``default_rng(seed)`` with p = (hits + 1) /
+  (n_perm + 1). A flip counts as a hit when its mean is ≥ the observed one less 1e-12 (float ties).
 
 >>> sign_test([0.8, 0.7, 0.9, 0.6, 0.75], [0.7, 0.6, 0.8, 0.5, 0.7]).p_value
 0.03125
+>>> paired_permutation([2, 1], [1, 2]).p_value  # d = (1, -1): flip means 0, 1, -1, 0; 3 of 4 are >= 0
+0.75
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
+
+_EXACT_MAX_N = 16  # enumerate all 2^n sign flips up to this many units
+_TIE_TOL = 1e-12  # a flipped mean this close below the observed one still counts as a hit
 
 
 @dataclass(frozen=True)
@@ -34,22 +41,38 @@ def _paired(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
 
 
 def sign_test(a: Sequence[float], b: Sequence[float]) -> SignificanceResult:
+    """P(at least ``wins`` of the n untied units won | each won with ½); p = 1 when every unit ties."""
     d = _paired(a, b)
     wins, n = int((d > 0).sum()), int((d != 0).sum())
-    p = sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n if n else 1.0
+    p = float(stats.binomtest(wins, n, 0.5, alternative="greater").pvalue) if n else 1.0
     return SignificanceResult(float(wins), p, n)
+
+
+def _mean(d: np.ndarray, axis: int) -> np.ndarray:
+    return d.mean(axis=axis)
 
 
 def paired_permutation(
     a: Sequence[float], b: Sequence[float], n_perm: int = 10_000, seed: int = 0
 ) -> SignificanceResult:
+    """P(mean of the sign-flipped differences ≥ observed mean); see the module docstring."""
     d = _paired(a, b)
-    n, observed = len(d), float(d.mean()) if len(d) else 0.0
+    n = len(d)
     if n == 0:
         return SignificanceResult(0.0, 1.0, 0)
-    if n <= 16:
-        signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))  # [2^n, n]
+    observed = float(d.mean())
+    exact = n <= _EXACT_MAX_N or n_perm >= 2**n
+    if n == 1:  # scipy needs two units; the two flips are d and -d
+        null = np.array([observed, -observed])
     else:
-        signs = np.random.default_rng(seed).choice((1.0, -1.0), size=(n_perm, n))
-    means = (signs * d).mean(axis=1)
-    return SignificanceResult(observed, float((means >= observed - 1e-12).mean()), n)
+        null = stats.permutation_test(
+            (d,),  # one sample: scipy's null flips the sign of each unit
+            _mean,
+            permutation_type="samples",
+            vectorized=True,
+            n_resamples=np.inf if exact else n_perm,
+            alternative="greater",
+            random_state=np.random.default_rng(seed),
+        ).null_distribution
+    hits = int(np.count_nonzero(null >= observed - _TIE_TOL))
+    return SignificanceResult(observed, hits / null.size if exact else (hits + 1) / (null.size + 1), n)
