@@ -32,19 +32,20 @@ from memprm.callbacks import (
 from memprm.callbacks.critic_refresh import KEPT, ROLLED_BACK, SKIPPED
 from memprm.config import load_config
 from memprm.credit import CreditError, RewardWeights, composite_rewards, shaping_share
-from memprm.data.critic_data import CriticExample
 from memprm.data.records import Dialogue
-from memprm.data.rollout_types import GroupBatch, RolloutSteps
 from memprm.data.synthetic import SyntheticConfig, generate_synthetic
 from memprm.env.evaluate import evaluate_manager, greedy_manager
 from memprm.env.gates import Action
+from memprm.env.policy import GateSample
+from memprm.env.stack import build_stack
 from memprm.eval import compute_validity
 from memprm.models.backbone_config import BackboneConfig
 from memprm.models.critic import CriticModule
 from memprm.models.critic_config import CriticConfig
-from memprm.models.critic_refresh import CriticHandle, refresh_critic, trainable_state, with_trainable_state
-from memprm.models.policy_api import GateSample
-from memprm.stages.roles import build_stack
+from memprm.models.critic_data import CriticExample
+from memprm.models.critic_retrain import CriticHandle, refresh_critic, with_trainable_state
+from memprm.models.trainable import trainable_state
+from memprm.rollout.batches import GroupBatch, RolloutSteps
 from memprm.stages.sft_stage import load_policy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -67,6 +68,7 @@ class FakeTrainer:
     def __init__(self, world_size: int = 1):
         self.global_step, self.world_size, self.is_global_zero = 0, world_size, True
         self.loggers = [FakeLogger()]
+        self.strategy = SimpleNamespace(root_device=torch.device("cpu"))  # where a critic refresh trains
 
 
 class FakeModule:
@@ -409,7 +411,7 @@ def test_refresh_critic_trains_a_copy_deterministically(critic):
     assert all(torch.equal(p, weights[n]) for n, p in critic.net.named_parameters())
     again = refresh_critic(critic, replay, [], np.zeros(0), cfg)
     assert np.array_equal(again.score(texts)[0], after)  # same seed, same critic
-    restored = with_trainable_state(critic, trainable_state(new))
+    restored = with_trainable_state(critic, trainable_state(new.net, new.net.trainable_names()))
     assert np.allclose(restored.score(texts)[0], after, atol=1e-6)
     assert not any(p.requires_grad for p in new.net.parameters()) and not new.net.training
 

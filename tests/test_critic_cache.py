@@ -10,11 +10,11 @@ import pytest
 import torch
 from tiny_models import minilm_tokenizer, tiny_bert_config
 
-from memprm.data.critic_data import CriticExample
 from memprm.models.backbone_config import BackboneConfig
 from memprm.models.critic import CriticModule, FrozenCritic
 from memprm.models.critic_config import CriticConfig
-from memprm.models.critic_refresh import CriticHandle, CriticRefreshConfig, refresh_critic
+from memprm.models.critic_data import CriticExample
+from memprm.models.critic_retrain import CriticHandle, CriticRefreshConfig, refresh_critic
 
 TEXTS = [
     "turn: Ana moved to Lisbon in May | op: write profile home Ana lives in Lisbon",

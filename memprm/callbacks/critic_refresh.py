@@ -1,33 +1,16 @@
 """CriticRefresh: periodic anchored retraining of the critic the rollouts use, audited, with rollback.
 
 Off (``every_n_steps = 0``, the paper's LoCoMo setting) the callback does nothing: the critic stays frozen.
-On (LongMemEval: every 200 steps):
+On (LongMemEval: every 200 steps) it keeps a replay buffer of the rollouts' online-labeled operations and,
+every ``every_n_steps`` optimizer steps, retrains the current critic on it with
+:func:`memprm.models.critic_retrain.refresh_critic`, anchored to the *offline snapshot* (the critic the handle
+held when the callback was built). The injected ``audit(critic) -> ValidityReport`` (the fit wiring runs the
+dev validity checks) judges the retrained critic against the current one: worse by more than ``tolerance``
+and the refresh is rolled back (the handle keeps the previous critic), else the handle is given the new one.
 
-1. every training batch's rollouts feed a replay buffer of their operations with the online audit's
-   labels (``RolloutSteps.critic_inputs``, ``critic_u``, ``critic_rr``; the newest ``max_replay`` are kept).
-   A rollout with gate steps but no labels is skipped and counted (``unlabeled``); labels whose lengths
-   disagree with the inputs are an error naming the group and rollout;
-2. when the optimizer step count crosses a multiple of ``every_n_steps`` (checked after the batch is
-   collected), the current critic is retrained on the buffer with
-   :func:`memprm.models.critic_refresh.refresh_critic`, anchored to the *offline snapshot* (the critic the
-   handle held when the callback was built): the anchor set is ``anchor_texts`` when given, else a seeded
-   draw of ``anchor_size`` distinct texts from the buffer at the first refresh, fixed from then on; its
-   targets are the snapshot's φ on it, computed once;
-3. the injected ``audit(critic) -> ValidityReport`` (the fit wiring runs the dev validity checks) judges the
-   retrained critic against the current one (audited once, then the last kept refresh's report is reused);
-   when :meth:`ValidityReport.worse_than` says it is worse by more than ``tolerance`` the refresh is rolled
-   back (the handle keeps the previous critic), else the handle is given the new critic. A refresh with fewer
-   than ``min_replay`` examples is skipped.
-
-Each refresh is appended to :attr:`CriticRefresh.history` and logged directly to the trainer's loggers at the
-current step: ``critic_refresh/kept`` (1 kept, 0 rolled back; nothing when skipped), ``/skipped``,
-``/replay_size``, and each check's value before and after (``/before_spearman``, ``/after_spearman``, …).
-
-State saved in checkpoints: the step counter, history, unlabeled count, the replay buffer itself (texts and
-labels: small), the anchor set with its offline scores and, after a kept refresh, the current critic's LoRA
-and head tensors, so a resumed run scores with the refreshed critic. The audit report of the current critic
-is not saved; the next refresh after a resume audits the current critic again. Single process only: under
-DDP each rank would collect different rollouts and retrain a different critic, so it refuses to start there.
+Each refresh is recorded in :attr:`CriticRefresh.history` and logged; checkpoints hold what a resumed run
+needs (:meth:`CriticRefresh.state_dict`). Single process only: under DDP each rank would collect different
+rollouts and retrain a different critic, so it refuses to start there.
 """
 
 from __future__ import annotations
@@ -40,12 +23,13 @@ from typing import Any
 import numpy as np
 from lightning.pytorch import Callback, LightningModule, Trainer
 
-from memprm.callbacks.config import CriticRefreshConfig
-from memprm.data.critic_data import CriticExample
-from memprm.data.rollout_types import GroupBatch
 from memprm.eval.validity import ValidityReport
 from memprm.models.critic import FrozenCritic
-from memprm.models.critic_refresh import CriticHandle, refresh_critic, trainable_state, with_trainable_state
+from memprm.models.critic_config import CriticRefreshConfig
+from memprm.models.critic_data import CriticExample
+from memprm.models.critic_retrain import CriticHandle, refresh_critic, with_trainable_state
+from memprm.models.trainable import trainable_state
+from memprm.rollout.batches import GroupBatch
 
 KEPT, ROLLED_BACK, SKIPPED = "kept", "rolled_back", "skipped"
 _CHECKS = ("spearman", "miss_auc", "misattach_auc", "adversarial_fp")
@@ -74,7 +58,24 @@ def audit_summary(report: ValidityReport) -> dict[str, float]:
 
 
 class CriticRefresh(Callback):
-    """Replay, anchored retraining, audit and rollback of ``handle.critic``; see the module doc."""
+    """Replay, anchored retraining, audit and rollback of ``handle.critic``.
+
+    1. Every training batch's rollouts feed the replay buffer with their operations and the online audit's
+       labels (``RolloutSteps.critic_inputs``, ``critic_u``, ``critic_rr``; the newest ``max_replay`` are
+       kept). A rollout with gate steps but no labels is skipped and counted (``unlabeled``); labels whose
+       lengths disagree with the inputs are an error naming the group and rollout.
+    2. When the optimizer step count crosses a multiple of ``every_n_steps`` (checked after the batch is
+       collected), the current critic is retrained (:meth:`refresh`). The anchor set is ``anchor_texts`` when
+       given, else a seeded draw of ``anchor_size`` distinct texts from the buffer at the first refresh, fixed
+       from then on; its targets are the snapshot's φ on it, computed once.
+    3. The current critic is audited once, then the last kept refresh's report is reused as the baseline; a
+       refresh is rolled back when :meth:`ValidityReport.worse_than` says its report is worse than the
+       baseline by more than ``tolerance``. A refresh with fewer than ``min_replay`` examples is skipped.
+
+    Each refresh is logged directly to the trainer's loggers at the current step: ``critic_refresh/kept`` (1
+    kept, 0 rolled back; nothing when skipped), ``/skipped``, ``/replay_size``, and each check's value before
+    and after (``/before_spearman``, ``/after_spearman``, …).
+    """
 
     def __init__(
         self,
@@ -151,7 +152,7 @@ class CriticRefresh(Callback):
             self.anchor_scores = np.asarray(self.snapshot.score(list(self.anchor_texts))[0], dtype=np.float64)
 
     def refresh(self, trainer: Trainer, step: int) -> RefreshRecord:
-        """Retrain, audit, keep or roll back (see the module doc); records and logs the outcome."""
+        """Retrain (on the trainer's device), audit, keep or roll back; records and logs the outcome."""
         n = len(self.replay)
         if n < self.cfg.min_replay:
             record = RefreshRecord(step, n, SKIPPED)
@@ -162,7 +163,12 @@ class CriticRefresh(Callback):
                 before = self.audit(self.handle.critic)
             cfg = replace(self.cfg, seed=self.cfg.seed + len(self.history))
             new = refresh_critic(
-                self.handle.critic, list(self.replay), self.anchor_texts, self.anchor_scores, cfg
+                self.handle.critic,
+                list(self.replay),
+                self.anchor_texts,
+                self.anchor_scores,
+                cfg,
+                device=trainer.strategy.root_device,
             )
             after = self.audit(new)
             kept = not after.worse_than(before, self.cfg.tolerance)
@@ -186,6 +192,11 @@ class CriticRefresh(Callback):
         return record
 
     def state_dict(self) -> dict[str, Any]:
+        """The step counter, history, unlabeled count, the replay buffer itself (texts and labels: small), the
+        anchor set with its offline scores and, after a kept refresh, the current critic's LoRA and head
+        tensors, so a resumed run scores with the refreshed critic. The current critic's audit report is not
+        saved: the next refresh after a resume audits the current critic again."""
+        net = self.handle.critic.net
         return {
             "intervals_done": self._intervals_done,
             "history": [asdict(r) for r in self.history],
@@ -193,7 +204,7 @@ class CriticRefresh(Callback):
             "replay": [asdict(e) for e in self.replay],
             "anchor_texts": None if self.anchor_texts is None else list(self.anchor_texts),
             "anchor_scores": None if self.anchor_scores is None else self.anchor_scores.tolist(),
-            "critic_state": trainable_state(self.handle.critic) if self._refreshed else None,
+            "critic_state": trainable_state(net, net.trainable_names()) if self._refreshed else None,
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:

@@ -1,20 +1,12 @@
 """The memory-utility critic PRM_M (paper §3.4): a LoRA-adapted backbone with two heads, trained offline.
 
-- ``CriticNet``: backbone (see :mod:`memprm.models.backbone`) → pooled vector h → two linear heads giving
-  logits; ``φ(x) = sigmoid(w_φ·h + b_φ)`` is the utility score and ``p(x) = sigmoid(w_p·h + b_p)`` the
-  probability that the written entry is retrieved. Logits are kept so the BCE term is computed from them.
-- ``CriticModule``: the LightningModule. Loss = Eq. (5) (:func:`memprm.models.critic_losses.critic_loss`),
-  logged as ``{train,val}/loss``, ``/mse``, ``/bce``, ``/rank``. Validation also logs ``val/spearman``
-  (torchmetrics Spearman of φ against u) and ``val/auroc`` (binary AUROC of p against u^RR) over the whole
-  validation epoch. Degenerate epochs are logged as NaN on purpose, never as a made-up number: Spearman when
-  all targets u are equal (or fewer than two examples), AUROC when u^RR holds one class only (undefined).
-  AdamW over the trainable parameters only (LoRA + heads), one learning rate.
-- ``FrozenCritic``: eval-mode, no-grad, batched scoring of rendered texts, for the online stage.
-- ``save_critic`` / ``load_critic``: the adapter (peft ``save_pretrained``), the heads, the tokenizer and the
-  config, i.e. a few MB; the base model is reloaded from ``backbone.model`` (or injected). A checksum of the
-  base weights is stored, so loading onto a different base model is an error rather than silently wrong scores.
-
-Lightning's own checkpoints hold the full state dict (frozen base included); use ``save_critic`` for exports.
+- :class:`CriticNet`: backbone (:mod:`memprm.models.backbone`) → pooled vector h → the logits of the utility
+  score φ(x) and of p(x), the probability that the written entry is retrieved.
+- :class:`CriticModule`: the LightningModule that trains it with Eq. (5), offline and, with an
+  :class:`AnchorSet` term, in the online refresh (:mod:`memprm.models.critic_retrain`).
+- :class:`FrozenCritic`: eval-mode, no-grad, batched scoring of rendered texts, for the online stage.
+- :func:`save_critic` / :func:`load_critic`: the adapter, the heads, the tokenizer and the config (a few MB).
+  Lightning's own checkpoints hold the full state dict (frozen base included); use ``save_critic`` for exports.
 """
 
 from __future__ import annotations
@@ -22,10 +14,12 @@ from __future__ import annotations
 import copy
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from lightning.pytorch import LightningModule
 from peft import PeftModel
 from safetensors.torch import load_file, save_file
@@ -36,7 +30,6 @@ from torchmetrics.classification import BinaryAUROC
 from transformers import AutoTokenizer, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 from memprm.configtools import build, to_dict
-from memprm.data.critic_data import CriticBatch
 from memprm.models.backbone import (
     Backbone,
     build_backbone,
@@ -45,6 +38,7 @@ from memprm.models.backbone import (
     pad_right,
 )
 from memprm.models.critic_config import CriticConfig
+from memprm.models.critic_data import CriticBatch
 from memprm.models.critic_losses import LossTerms, critic_loss
 
 FORMAT = "memprm-critic/1"
@@ -52,7 +46,11 @@ _CHECKSUM_RTOL = 1e-6
 
 
 class CriticNet(nn.Module):
-    """Backbone + the φ and p heads. ``forward`` returns the two logits, each [B]."""
+    """Backbone + the φ and p heads. ``forward`` returns the two logits, each [B].
+
+    ``φ(x) = sigmoid(w_φ·h + b_φ)`` is the utility score and ``p(x) = sigmoid(w_p·h + b_p)`` the probability
+    that the written entry is retrieved; logits are kept so the BCE term is computed from them.
+    """
 
     def __init__(self, backbone: Backbone):
         super().__init__()
@@ -84,6 +82,15 @@ class CriticNet(nn.Module):
             {k.removeprefix("p_head."): v for k, v in state.items() if k.startswith("p_head.")}
         )
 
+    def trainable_names(self) -> list[str]:
+        """The parameters that train, offline and in a refresh: the LoRA weights (``lora_`` in the name) and the
+        two heads; the base weights stay frozen."""
+        heads = ("phi_head.", "p_head.")
+        names = [n for n, _ in self.named_parameters() if "lora_" in n or n.startswith(heads)]
+        if not any("lora_" in n for n in names):
+            raise ValueError("CriticNet: the net has no LoRA parameters (not built by build_backbone?)")
+        return names
+
     def base_checksum(self) -> float:
         """Float64 sum of every frozen base-model weight (LoRA excluded): identifies the base a critic was built on."""
         total = 0.0
@@ -93,18 +100,78 @@ class CriticNet(nn.Module):
         return total
 
 
+@dataclass(frozen=True, eq=False)
+class AnchorSet:
+    """Texts whose φ a training run holds near fixed targets: the term ``weight · MSE(sigmoid(φ_logit), phi)``.
+
+    Optimizer step k uses the ``per_step`` anchors at positions ``k·per_step + j`` (mod A, j < per_step) of
+    ``order``, a permutation of ``range(A)``: the anchors are taken in that order, cycling.
+    """
+
+    #: A token-id tensors ``[L_i]`` int64, encoded as the critic encodes the texts it scores.
+    input_ids: tuple[torch.Tensor, ...]
+    #: ``[A]`` float32 target φ in [0, 1].
+    phi: torch.Tensor
+    #: the term's weight λ_anchor (> 0).
+    weight: float
+    #: anchors per optimizer step, 1 ≤ per_step ≤ A.
+    per_step: int
+    #: a permutation of ``range(A)``: the order the anchors are taken in.
+    order: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        a = len(self.input_ids)
+        if a == 0 or tuple(self.phi.shape) != (a,) or sorted(self.order) != list(range(a)):
+            raise ValueError(
+                f"AnchorSet: {a} texts, phi of shape {tuple(self.phi.shape)} and an order of {len(self.order)} "
+                "positions: expected A > 0 texts, phi of shape (A,) and a permutation of range(A)"
+            )
+        if not (1 <= self.per_step <= a and self.weight > 0):
+            raise ValueError(
+                f"AnchorSet: need 1 <= per_step <= {a} and weight > 0, got {self.per_step}, {self.weight}"
+            )
+
+    def take(self, step: int) -> list[int]:
+        """The anchors (indices into ``input_ids``) optimizer step ``step`` uses."""
+        a = len(self.order)
+        return [self.order[(step * self.per_step + j) % a] for j in range(self.per_step)]
+
+
 class CriticModule(LightningModule):
-    """Trains :class:`CriticNet` with Eq. (5) on :class:`memprm.data.critic_data.CriticBatch` batches."""
+    """Trains :class:`CriticNet` with Eq. (5) on :class:`memprm.models.critic_data.CriticBatch` batches.
+
+    The net is built from ``cfg.backbone`` (``model`` / ``tokenizer`` as in :func:`build_backbone`), or is the
+    given ``net`` (a copy of a trained critic's: its :meth:`CriticNet.trainable_names` train, the rest is
+    frozen). Loss = Eq. (5) (:func:`memprm.models.critic_losses.critic_loss`), logged as ``{train,val}/loss``,
+    ``/mse``, ``/bce``, ``/rank``. With an ``anchor`` set each training step adds ``anchor.weight`` times
+    :meth:`anchor_loss`, logged as ``train/anchor``. Validation also logs ``val/spearman`` (torchmetrics
+    Spearman of φ against u) and ``val/auroc`` (binary AUROC of p against u^RR) over the whole validation epoch.
+    Degenerate epochs are logged as NaN on purpose, never as a made-up number: Spearman when all targets u are
+    equal (or fewer than two examples), AUROC when u^RR holds one class only (undefined). AdamW over the
+    trainable parameters only (LoRA + heads), one learning rate ``cfg.lr``, weight decay ``cfg.weight_decay``.
+    """
 
     def __init__(
         self,
         cfg: CriticConfig,
         model: PreTrainedModel | PretrainedConfig | None = None,
         tokenizer: PreTrainedTokenizerBase | None = None,
+        *,
+        net: CriticNet | None = None,
+        anchor: AnchorSet | None = None,
     ):
         super().__init__()
         self.cfg = cfg
-        self.net = CriticNet(build_backbone(cfg.backbone, model, tokenizer))
+        self.anchor = anchor
+        if net is None:
+            net = CriticNet(build_backbone(cfg.backbone, model, tokenizer))
+        elif model is not None or tokenizer is not None:
+            raise ValueError("CriticModule: give a net or the model / tokenizer to build one, not both")
+        else:
+            trainable = set(net.trainable_names())
+            for name, p in net.named_parameters():
+                p.requires_grad_(name in trainable)
+        self.net = net
         # from_pretrained returns eval-mode models and Lightning keeps the modes it finds: start in train mode
         # so dropout (LoRA's and the backbone's own) is active during fit, as in ordinary fine-tuning.
         self.net.train()
@@ -131,10 +198,24 @@ class CriticModule(LightningModule):
         )
         return terms, phi_logit, p_logit
 
+    def anchor_loss(self, step: int) -> torch.Tensor:
+        """``MSE(sigmoid(φ_logit), anchor.phi)`` (a scalar) over the anchors of optimizer step ``step``."""
+        if self.anchor is None:
+            raise ValueError("CriticModule.anchor_loss: the module has no anchor set")
+        take = self.anchor.take(step)
+        pad = self.tokenizer.pad_token_id
+        ids, mask = pad_right([self.anchor.input_ids[i] for i in take], pad)  # [A_b, L]
+        phi_logit, _ = self.net(ids.to(self.device), mask.to(self.device))  # [A_b]
+        return F.mse_loss(torch.sigmoid(phi_logit), self.anchor.phi[take].to(self.device))
+
     def training_step(self, batch: CriticBatch, batch_idx: int) -> torch.Tensor:
         terms, _, _ = self.losses(batch)
         self._log_terms("train", terms, batch)
-        return terms.total
+        if self.anchor is None:
+            return terms.total
+        anchored = self.anchor_loss(self.global_step)
+        self.log("train/anchor", anchored, batch_size=self.anchor.per_step, on_step=True, on_epoch=False)
+        return terms.total + self.anchor.weight * anchored
 
     def validation_step(self, batch: CriticBatch, batch_idx: int) -> None:
         terms, phi_logit, p_logit = self.losses(batch)
@@ -286,6 +367,9 @@ def load_critic(
     tokenizer: PreTrainedTokenizerBase | None = None,
 ) -> FrozenCritic:
     """Rebuild a saved critic as a :class:`FrozenCritic` on the CPU (move it with ``.to``).
+
+    A checksum of the base weights is stored at saving, so loading onto a different base model is an error
+    rather than silently wrong scores.
 
     The base model is loaded from the saved ``backbone.model`` unless ``base_model`` is given (a fresh model,
     without LoRA layers, with the same weights as at training time); the tokenizer is the saved one unless

@@ -2,40 +2,35 @@
 
 - :class:`CriticHandle`: a mutable holder of the critic the rollouts use. The rollout runner is given
   ``handle.score``, so replacing ``handle.critic`` changes what every later rollout is scored with.
-- :func:`refresh_critic`: a few epochs of Eq. (5) (:func:`memprm.models.critic_losses.critic_loss`, with the
-  critic's own λ_aux, λ_rank, margin and δ) on a replay buffer, plus ``λ_anchor · MSE(φ(anchor),
-  φ_offline(anchor))`` that keeps the scores of a fixed anchor set close to the offline snapshot's. It trains
-  a deep copy: the given critic is untouched, so rolling back is keeping the old object.
-
-Choices, documented once:
-
-- What trains is what trained offline: the LoRA weights (parameter names containing ``lora_``) and the two
-  heads; the base weights stay frozen. :func:`trainable_state` / :func:`with_trainable_state` move exactly
-  those tensors (a few MB), so a refreshed critic can be stored in a training checkpoint.
-- Each optimizer step takes one replay batch (a seeded permutation per epoch) and the next
-  ``min(batch_size, A)`` anchor texts of a seeded permutation of the A anchor texts, cycling. The net is in
-  train mode (dropout on), as in offline training; the dropout draws come from torch's RNG seeded with
-  ``cfg.seed`` inside a fork, so the run is deterministic and the global RNG is left as it was.
-- Texts are encoded as the critic scores them (``critic.cfg.max_length``, ``truncation_side``).
+- :func:`refresh_critic`: a :class:`~memprm.models.critic.CriticModule` fitted by a Lightning ``Trainer`` on a
+  replay buffer, with Eq. (5) plus an anchoring term that keeps the φ of a fixed anchor set close to the
+  offline snapshot's. It trains a deep copy: the given critic is untouched, so rolling back is keeping the
+  old object.
+- :func:`with_trainable_state`: a critic with given LoRA and head tensors (a refreshed critic stored in a
+  training checkpoint as :func:`memprm.models.trainable.trainable_state` of its ``net.trainable_names()``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Sequence
+import logging
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 import numpy as np
 import torch
-import torch.nn.functional as F
+from lightning.pytorch import Trainer
+from torch.utils.data import DataLoader, Sampler
 
+from memprm.models.backbone import encode_texts
+from memprm.models.critic import AnchorSet, CriticModule, FrozenCritic
 from memprm.models.critic_config import CriticRefreshConfig
-from memprm.models.critic_data import CriticExample
-from memprm.models.backbone import encode_texts, pad_right
-from memprm.models.critic import CriticNet, FrozenCritic
-from memprm.models.critic_losses import critic_loss
+from memprm.models.critic_data import CriticExample, PadCollate, TokenizedSplit
+from memprm.models.trainable import load_trainable_state
 
-__all__ = ["CriticHandle", "CriticRefreshConfig", "refresh_critic", "trainable_state", "with_trainable_state"]
-_HEADS = ("phi_head.", "p_head.")
+__all__ = ["CriticHandle", "CriticRefreshConfig", "refresh_critic", "with_trainable_state"]
 
 
 class CriticHandle:
@@ -48,39 +43,17 @@ class CriticHandle:
         return self.critic.score(list(texts))[0]
 
 
-def _trainable_names(net: CriticNet) -> list[str]:
-    names = [n for n, _ in net.named_parameters() if "lora_" in n or n.startswith(_HEADS)]
-    if not any("lora_" in n for n in names):
-        raise ValueError(
-            "critic refresh: the critic net has no LoRA parameters (not built by build_backbone?)"
-        )
-    return names
-
-
-def trainable_state(critic: FrozenCritic) -> dict[str, torch.Tensor]:
-    """The LoRA and head tensors of ``critic`` (CPU copies), by parameter name."""
-    params = dict(critic.net.named_parameters())
-    return {n: params[n].detach().cpu().clone() for n in _trainable_names(critic.net)}
-
-
 def with_trainable_state(critic: FrozenCritic, state: dict[str, torch.Tensor]) -> FrozenCritic:
-    """A new critic: a deep copy of ``critic`` with its LoRA and head tensors replaced by ``state``."""
+    """A new critic: a deep copy of ``critic`` with its LoRA and head tensors replaced by ``state``, which must
+    hold exactly the tensors of ``critic.net.trainable_names()``."""
     net = copy.deepcopy(critic.net)
-    params = dict(net.named_parameters())
-    expected = set(_trainable_names(net))
+    expected = set(net.trainable_names())
     if set(state) != expected:
         extra, missing = sorted(set(state) - expected), sorted(expected - set(state))
         raise ValueError(
             f"critic refresh state: unexpected tensors {extra[:3]}, missing tensors {missing[:3]}"
         )
-    with torch.no_grad():
-        for name, value in state.items():
-            if params[name].shape != value.shape:
-                raise ValueError(
-                    f"critic refresh state: tensor {name!r} has shape {tuple(value.shape)}, the critic's is "
-                    f"{tuple(params[name].shape)}"
-                )
-            params[name].copy_(value)
+    load_trainable_state(net, state, where="critic refresh state")
     return FrozenCritic(critic.cfg, net)
 
 
@@ -90,12 +63,65 @@ def refresh_critic(
     anchor_texts: Sequence[str],
     anchor_scores: np.ndarray,
     cfg: CriticRefreshConfig,
+    device: torch.device | str | None = None,
 ) -> FrozenCritic:
-    """A new critic retrained on ``replay`` with the anchoring term (module doc); ``critic`` is untouched.
+    """A new critic retrained on ``replay`` with the anchoring term; ``critic`` is untouched.
 
     ``anchor_scores`` ``[A]`` is the offline snapshot's φ on ``anchor_texts``; with ``cfg.lambda_anchor > 0``
-    the anchor set must not be empty.
+    the anchor set must not be empty. A single-device ``Trainer`` (on ``device``, the outer trainer's; by
+    default the critic's own) fits a :class:`CriticModule` around a deep copy of ``critic.net``, for
+    ``cfg.epochs`` epochs; the new critic lives on the critic's device.
+
+    - What trains is what trained offline (``net.trainable_names()``: LoRA and heads), with AdamW at ``cfg.lr``
+      and the critic's own weight decay, λ_aux, λ_rank, margin and δ (``critic.cfg``).
+    - ``np.random.default_rng(cfg.seed)`` draws a permutation of the A anchors, then one of the replay per
+      epoch. Each optimizer step takes the next ``batch_size`` replay examples and the next
+      ``min(batch_size, A)`` anchors, cycling (:class:`AnchorSet`); λ_anchor = 0 runs no anchor forward.
+    - The net is in train mode (dropout on), as offline; the dropout draws come from torch's generator of
+      ``device`` seeded with ``cfg.seed`` inside a fork, so the run is deterministic and the global RNG is
+      left as it was (``torch.manual_seed`` would also seed every CUDA device, lazily: after the fork).
+    - Texts are encoded as the critic scores them (``critic.cfg.max_length``, ``truncation_side``).
     """
+    target = _check_inputs(replay, anchor_texts, anchor_scores, cfg)  # [A]
+    c = critic.cfg
+    rng = np.random.default_rng(cfg.seed)
+    anchor_order = rng.permutation(len(anchor_texts)) if anchor_texts else np.zeros(0, dtype=np.int64)
+    epoch_orders = [rng.permutation(len(replay)) for _ in range(cfg.epochs)]
+    anchor = None
+    if cfg.lambda_anchor > 0:
+        ids = encode_texts(critic.tokenizer, list(anchor_texts), c.max_length, c.truncation_side).ids
+        phi = torch.tensor(target, dtype=torch.float32)
+        per_step = min(cfg.batch_size, len(ids))
+        anchor = AnchorSet(ids, phi, cfg.lambda_anchor, per_step, tuple(anchor_order.tolist()))
+    loader = _replay_loader(critic, replay, epoch_orders, cfg.batch_size)
+    device = critic.device if device is None else torch.device(device)
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), _quiet_lightning():
+        module = CriticModule(replace(c, lr=cfg.lr), net=copy.deepcopy(critic.net), anchor=anchor)
+        trainer = Trainer(
+            accelerator=device.type,
+            devices=1 if device.index is None else [device.index],
+            max_epochs=cfg.epochs,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            num_sanity_val_steps=0,
+        )
+        torch.default_generator.manual_seed(cfg.seed)  # seed only the generator the dropout draws from
+        if device.type == "cuda":
+            with torch.cuda.device(device):
+                torch.cuda.manual_seed(cfg.seed)
+        trainer.fit(module, train_dataloaders=loader)
+    return FrozenCritic(c, module.net).to(critic.device)  # the trainer's teardown left the net on the CPU
+
+
+def _check_inputs(
+    replay: Sequence[CriticExample],
+    anchor_texts: Sequence[str],
+    anchor_scores: np.ndarray,
+    cfg: CriticRefreshConfig,
+) -> np.ndarray:
+    """``anchor_scores`` as float64 ``[A]``, after checking the inputs of :func:`refresh_critic`."""
     if not replay:
         raise ValueError("refresh_critic: the replay buffer is empty")
     target = np.asarray(anchor_scores, dtype=np.float64)
@@ -108,46 +134,67 @@ def refresh_critic(
         raise ValueError("refresh_critic: anchor_scores must be finite scores in [0, 1]")
     if cfg.lambda_anchor > 0 and not anchor_texts:
         raise ValueError("refresh_critic: lambda_anchor > 0 but the anchor set is empty")
+    return target
+
+
+class _EpochOrders(Sampler[int]):
+    """Epoch e yields ``orders[e]``. Lightning calls ``set_epoch`` before each epoch; without it each pass
+    over the sampler moves to the next epoch."""
+
+    def __init__(self, orders: list[np.ndarray]):
+        self.orders = [o.tolist() for o in orders]
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __iter__(self) -> Iterator[int]:
+        order = self.orders[self.epoch]
+        self.epoch += 1
+        return iter(order)
+
+    def __len__(self) -> int:
+        return len(self.orders[0])
+
+
+def _replay_loader(
+    critic: FrozenCritic, replay: Sequence[CriticExample], orders: list[np.ndarray], batch_size: int
+) -> DataLoader:
+    """Padded :class:`CriticBatch` es of ``replay``: epoch e cut into consecutive ``batch_size`` chunks of
+    ``orders[e]``. The loader has its own generator: starting an epoch draws a base seed from it, which
+    would otherwise come from the global RNG and shift the dropout draws."""
     c = critic.cfg
-    net = copy.deepcopy(critic.net)
-    params = dict(net.named_parameters())
-    trainable = [params[n] for n in _trainable_names(net)]
-    for p in trainable:
-        p.requires_grad_(True)
-    device = critic.device
-    tok = critic.tokenizer
-    enc = encode_texts(tok, [e.text for e in replay], c.max_length, c.truncation_side).ids
-    anchors = encode_texts(tok, list(anchor_texts), c.max_length, c.truncation_side).ids
-    u = torch.tensor([e.u for e in replay], dtype=torch.float32)  # [N]
-    u_rr = torch.tensor([float(e.u_rr) for e in replay], dtype=torch.float32)  # [N]
-    phi_anchor = torch.tensor(target, dtype=torch.float32)  # [A]
-    rng = np.random.default_rng(cfg.seed)
-    anchor_order = rng.permutation(len(anchors)) if anchors else np.zeros(0, dtype=np.int64)
-    anchor_pos = 0
-    optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=c.weight_decay)
-    cuda = [device] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=cuda):
-        torch.manual_seed(cfg.seed)
-        net.train()
-        for _ in range(cfg.epochs):
-            order = rng.permutation(len(replay))
-            for start in range(0, len(replay), cfg.batch_size):
-                idx = torch.as_tensor(order[start : start + cfg.batch_size])
-                ids, mask = pad_right([enc[int(i)] for i in idx], tok.pad_token_id)  # [B, L]
-                phi_logit, p_logit = net(ids.to(device), mask.to(device))  # [B], [B]
-                loss = critic_loss(
-                    phi_logit, p_logit, u[idx].to(device), u_rr[idx].to(device),
-                    c.lambda_aux, c.lambda_rank, c.margin, c.delta,
-                ).total  # fmt: skip
-                if cfg.lambda_anchor > 0:
-                    n_take = min(cfg.batch_size, len(anchors))
-                    take = [int(anchor_order[(anchor_pos + j) % len(anchors)]) for j in range(n_take)]
-                    anchor_pos = (anchor_pos + n_take) % len(anchors)
-                    a_ids, a_mask = pad_right([anchors[i] for i in take], tok.pad_token_id)  # [A_b, L]
-                    a_logit, _ = net(a_ids.to(device), a_mask.to(device))  # [A_b]
-                    anchored = F.mse_loss(torch.sigmoid(a_logit), phi_anchor[take].to(device))
-                    loss = loss + cfg.lambda_anchor * anchored
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-    return FrozenCritic(c, net)
+    ids = encode_texts(critic.tokenizer, [e.text for e in replay], c.max_length, c.truncation_side).ids
+    split = TokenizedSplit(
+        examples=tuple(replay),
+        input_ids=ids,
+        u=torch.tensor([e.u for e in replay], dtype=torch.float32),
+        u_rr=torch.tensor([float(e.u_rr) for e in replay], dtype=torch.float32),
+    )
+    return DataLoader(
+        range(len(replay)),
+        batch_size=batch_size,
+        sampler=_EpochOrders(orders),
+        collate_fn=PadCollate(split, critic.tokenizer.pad_token_id),
+        generator=torch.Generator(),
+    )
+
+
+@contextlib.contextmanager
+def _quiet_lightning() -> Iterator[None]:
+    """Silence the inner fit's start-up lines and its warnings about a set-up that is meant (one process, no
+    loader workers, no validation). A refresh runs every N steps of the outer training, whose output they
+    would clutter; and leaving ``catch_warnings`` resets Python's shown-once memory, so a warning let
+    through here would be printed again at every refresh."""
+    lightning_log = logging.getLogger("lightning.pytorch")
+    level = lightning_log.level
+    lightning_log.setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r".*does not have many workers")
+            warnings.filterwarnings("ignore", message=r".*`validation_step` but have no `val_dataloader`")
+            warnings.filterwarnings("ignore", message=r"Metric `SpearmanCorrcoef` will save all targets")
+            warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)` is deprecated")
+            yield
+    finally:
+        lightning_log.setLevel(level)
