@@ -176,3 +176,13 @@ def test_lazy_and_relative_imports_are_seen(tmp_path):
     )
     got = imports_of("memprm.env.a", src, {"memprm.models.b", "memprm.env.c"})
     assert got == {"memprm.models.b", "memprm.env.c"}
+
+
+def test_module_docstrings_are_at_most_15_lines():
+    """What the module is for and the one idea a reader needs; details belong on functions or in docs/."""
+    long = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=False)
+        if doc and len(doc.strip("\n").splitlines()) > 15:
+            long[str(path.relative_to(ROOT))] = len(doc.strip("\n").splitlines())
+    assert not long, f"module docstrings over 15 lines: {long}"

@@ -15,8 +15,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from helpers.tiny_models import tiny_frozen_critic
 from lightning.pytorch import LightningModule, Trainer
-from tiny_models import minilm_tokenizer, tiny_bert_config
 from torch import nn
 from torch.utils.data import DataLoader
 
@@ -31,7 +31,7 @@ from memprm.callbacks import (
 )
 from memprm.callbacks.critic_refresh import KEPT, ROLLED_BACK, SKIPPED
 from memprm.config import load_config
-from memprm.credit import CreditError, RewardWeights, composite_rewards, shaping_share
+from memprm.credit import CreditError, RewardWeights, composite_rewards, reward_masses, shaping_share
 from memprm.data.records import Dialogue
 from memprm.data.synthetic import SyntheticConfig, generate_synthetic
 from memprm.env.evaluate import evaluate_manager, greedy_manager
@@ -39,9 +39,6 @@ from memprm.env.gates import Action
 from memprm.env.policy import GateSample
 from memprm.env.stack import build_stack
 from memprm.eval import compute_validity
-from memprm.models.backbone_config import BackboneConfig
-from memprm.models.critic import CriticModule
-from memprm.models.critic_config import CriticConfig
 from memprm.models.critic_data import CriticExample
 from memprm.models.critic_retrain import CriticHandle, refresh_critic, with_trainable_state
 from memprm.models.trainable import trainable_state
@@ -111,15 +108,17 @@ class TinyModule(LightningModule):
 
     def training_step(self, batch, batch_idx):
         self.seen.append((self.global_step, self.shaping_lambda))
+        lam = max(self.shaping_lambda, 0.0)  # -1 until LambdaAnnealing (when present) sets it
+        out = step_outputs(batch if isinstance(batch, list) else [batch], lam)
         loss = (self.policy.lin(torch.randn(8, 2)) ** 2).mean()
         if self.automatic_optimization:
-            return loss
+            return {"loss": loss, **out}
         opt = self.optimizers()
         for _ in range(2):
             opt.zero_grad()
             self.manual_backward((self.policy.lin(torch.randn(8, 2)) ** 2).mean())
             opt.step()
-        return None
+        return out
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.1)
@@ -180,11 +179,7 @@ def scripted_audit(rhos):
 
 @pytest.fixture(scope="module")
 def critic():
-    tok = minilm_tokenizer()
-    cfg = CriticConfig(backbone=BackboneConfig(lora_dropout=0.0), max_length=32, score_batch_size=16)
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        return CriticModule(cfg, model=tiny_bert_config(tok), tokenizer=tok).to_frozen()
+    return tiny_frozen_critic(score_batch_size=16)
 
 
 REFRESH = CriticRefreshConfig(every_n_steps=2, lr=5e-3, epochs=2, batch_size=8, min_replay=4, anchor_size=4,
@@ -228,6 +223,17 @@ def test_lambda_state_round_trip_and_bad_schedules():
 # ---------------------------------------------------------------- shaping share
 
 
+def step_outputs(groups, lam: float, weights: RewardWeights | None = None) -> dict:
+    """What GRPOPolicyModule.training_step returns for the monitor: the masses of the rewards at ``lam``."""
+    parts = [
+        composite_rewards(r.task, r.credit, r.miss, r.shaping, lam=lam, weights=weights or RewardWeights())
+        for g in groups
+        for r in g.rollouts
+        if r.n_steps
+    ]
+    return {"reward_masses": reward_masses(parts)}
+
+
 def test_shaping_share_over_a_window_by_hand():
     # One rollout, T = 2: R = 1 at the last step, u = [0.5, 0], miss = [0, 1], s̃ = [0.5, 0.5].
     # Masses at λ: task 1.0, credit 0.5, miss 1.0, shaping λ·1.0.
@@ -237,8 +243,8 @@ def test_shaping_share_over_a_window_by_hand():
     assert cb.share == 0.0
     shares = []
     for lam in (1.0, 0.2, 0.2):
-        module.shaping_lambda = lam
-        cb.on_train_batch_end(trainer, module, None, [group(r, r), group(empty)], 0)
+        batch = [group(r, r), group(empty)]
+        cb.on_train_batch_end(trainer, module, step_outputs(batch, lam), batch, 0)
         shares.append(cb.share)
     assert shares == pytest.approx(
         [1.0 / 3.5, (1.0 + 0.2) / (3.5 + 2.7), 0.4 / 5.4]
@@ -246,28 +252,25 @@ def test_shaping_share_over_a_window_by_hand():
     same = composite_rewards(1.0, [0.5, 0.0], [0.0, 1.0], [0.5, 0.5], lam=1.0)
     assert shares[0] == pytest.approx(shaping_share([same, same]))
     assert module.logged[-1] == ("reward/shaping_share_window", pytest.approx(0.4 / 5.4))
-    resumed = ShapingShareMonitor(ShapingMonitorConfig(window=2), RewardWeights())
+    resumed = ShapingShareMonitor(ShapingMonitorConfig(window=2))
     resumed.load_state_dict(cb.state_dict())
     assert resumed.share == pytest.approx(cb.share)
-    smaller = ShapingShareMonitor(ShapingMonitorConfig(window=1), RewardWeights())
+    smaller = ShapingShareMonitor(ShapingMonitorConfig(window=1))
     smaller.load_state_dict(cb.state_dict())
     assert smaller.share == pytest.approx(0.2 / 2.7)  # keeps the most recent batch
 
 
-def test_shaping_monitor_weights_from_the_module_and_errors():
+def test_shaping_monitor_reads_the_step_outputs_and_rejects_others():
     r = rollout(["a"], task=1.0, shaping=[1.0])
-    cb, module = (
-        ShapingShareMonitor(ShapingMonitorConfig(window=4)),
-        FakeModule(weights=RewardWeights(task=3.0)),
-    )
-    cb.on_fit_start(FakeTrainer(), module)
-    cb.on_train_batch_end(FakeTrainer(), module, None, [group(r)], 0)
-    assert cb.share == pytest.approx(1.0 / 4.0)  # λ·1 / (3·1 + λ·1), λ = 1
-    with pytest.raises(ValueError, match="cfg.weights"):
-        ShapingShareMonitor(ShapingMonitorConfig()).on_fit_start(FakeTrainer(), SimpleNamespace())
-    bad = rollout(["a"], task=1.5)
-    with pytest.raises(ValueError, match=r"group 'd1' window 1, rollout 0.*task_reward"):
-        cb.on_train_batch_end(FakeTrainer(), module, None, [group(bad)], 0)
+    cb = ShapingShareMonitor(ShapingMonitorConfig(window=4))
+    weights = RewardWeights(task=3.0)
+    cb.on_train_batch_end(FakeTrainer(), FakeModule(), step_outputs([group(r)], 1.0, weights), [group(r)], 0)
+    assert cb.share == pytest.approx(1.0 / 4.0)  # λ·1 / (3·1 + λ·1), λ = 1: the module's weights count
+    for outputs in (None, {"loss": torch.tensor(0.0)}, {"reward_masses": (1.0, 2.0)}):
+        with pytest.raises(ValueError, match="reward_masses"):
+            cb.on_train_batch_end(FakeTrainer(), FakeModule(), outputs, [group(r)], 0)
+    with pytest.raises(ValueError, match="field 'masses' has a row of 2 values"):
+        cb.load_state_dict({"masses": [[1.0, 2.0]]})
     with pytest.raises(ValueError, match="window"):
         ShapingMonitorConfig(window=0)
 

@@ -7,12 +7,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-import torch
-from tiny_models import minilm_tokenizer, tiny_bert_config
+from helpers.tiny_models import tiny_frozen_critic
 
-from memprm.models.backbone_config import BackboneConfig
-from memprm.models.critic import CriticModule, FrozenCritic
-from memprm.models.critic_config import CriticConfig
+from memprm.models.critic import FrozenCritic
 from memprm.models.critic_data import CriticExample
 from memprm.models.critic_retrain import CriticHandle, CriticRefreshConfig, refresh_critic
 
@@ -27,11 +24,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def critic() -> FrozenCritic:
-    tok = minilm_tokenizer()
-    cfg = CriticConfig(backbone=BackboneConfig(lora_dropout=0.0), max_length=32, score_batch_size=2)
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        return CriticModule(cfg, model=tiny_bert_config(tok), tokenizer=tok).to_frozen()
+    return tiny_frozen_critic(score_batch_size=2)
 
 
 def _uncached(critic: FrozenCritic) -> FrozenCritic:

@@ -11,15 +11,14 @@ import copy
 import numpy as np
 import pytest
 import torch
+from helpers.tiny_models import tiny_bert_config, tiny_frozen_critic
 from lightning.pytorch import Callback, LightningModule, Trainer
-from tiny_models import minilm_tokenizer, tiny_bert_config
 from torch import nn
 from torch.utils.data import DataLoader
 
 from memprm.models.backbone import encode_texts, pad_right
-from memprm.models.backbone_config import BackboneConfig
 from memprm.models.critic import AnchorSet, CriticModule, FrozenCritic
-from memprm.models.critic_config import CriticConfig, CriticRefreshConfig
+from memprm.models.critic_config import CriticRefreshConfig
 from memprm.models.critic_data import CriticBatch, CriticExample
 from memprm.models.critic_retrain import refresh_critic
 
@@ -42,11 +41,7 @@ CFG = CriticRefreshConfig(lr=1e-2, epochs=2, batch_size=3, lambda_anchor=1.0, se
 
 @pytest.fixture(scope="module")
 def critic() -> FrozenCritic:
-    tok = minilm_tokenizer()
-    cfg = CriticConfig(backbone=BackboneConfig(lora_dropout=0.1), max_length=32)
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        return CriticModule(cfg, model=tiny_bert_config(tok), tokenizer=tok).to_frozen()
+    return tiny_frozen_critic(lora_dropout=0.1)
 
 
 def _weights(critic: FrozenCritic) -> dict[str, torch.Tensor]:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.tiny_models import tiny_scoring_policy
 from lightning import Callback, Trainer
-from tiny_models import tiny_scoring_policy
 
 from memprm.config import load_config
 from memprm.credit import CreditConfig

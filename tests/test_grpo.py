@@ -393,6 +393,24 @@ def test_zero_variance_group_is_skipped_without_an_optimizer_step(tokenizer, spy
     assert float(m["grpo/steps"]) == 0 and float(m["task/accuracy"]) == 0.5 and "grpo/loss" not in m
 
 
+def test_step_returns_the_reward_masses_the_shaping_monitor_logs(tokenizer):
+    from memprm.callbacks.callback_config import ShapingMonitorConfig
+    from memprm.callbacks.shaping_monitor import ShapingShareMonitor
+    from memprm.credit import composite_rewards, reward_masses
+
+    policy = _policy(tokenizer)
+    write = _rollout([_sampled(policy, WRITE)], 1.0, credit=[0.5], shaping=[0.4])
+    noop = _rollout([_sampled(policy, NOOP)], 0.0, miss=[1.0], shaping=[0.2])
+    cfg = GRPOConfig(lr=2e-2, lambda0=0.5)
+    module, monitor = GRPOPolicyModule(policy, cfg), ShapingShareMonitor(ShapingMonitorConfig(window=4))
+    _fit(module, [[_group(write, noop)]], [monitor])
+    w = cfg.weights
+    parts = [composite_rewards(r.task, r.credit, r.miss, r.shaping, lam=0.5, weights=w) for r in (write, noop)]
+    assert monitor.masses[-1] == pytest.approx(reward_masses(parts))  # the masses the step trained on
+    by_hand = 0.5 * (0.4 + 0.2) / (w.task * 1.0 + w.credit * 0.5 + w.miss * 1.0 + 0.5 * (0.4 + 0.2))
+    assert monitor.share == pytest.approx(by_hand)
+
+
 @pytest.mark.parametrize("mode", ["process", "outcome"])
 def test_module_advantages_reach_the_loss_as_group_advantages_computes_them(tokenizer, spy, mode):
     policy = _policy(tokenizer)

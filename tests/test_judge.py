@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fakes import FakeClient
+from helpers.fakes import FakeClient
 
 from memprm.data.records import Question
 from memprm.llm.endpoint import Failure

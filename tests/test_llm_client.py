@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from chat_server import CHAT_PATH, ChatServer, hang, malformed, ok, status
+from helpers.chat_server import CHAT_PATH, ChatServer, hang, malformed, ok, status
 
 from memprm.llm.cache import ResponseCache, cache_key
 from memprm.llm.client import LLMClient

@@ -9,8 +9,8 @@ import threading
 import time
 
 import pytest
-from chat_server import ChatServer, after, always, exam_responder, hang, ok, status
-from fault_scenarios import FACTS, MODES, Mode, make_bank, positive_credit, run_mode, toxic
+from helpers.chat_server import ChatServer, after, always, exam_responder, hang, ok, status
+from helpers.fault_scenarios import FACTS, MODES, Mode, make_bank, positive_credit, run_mode, toxic
 
 from memprm.data.records import Question
 from memprm.env.audit import AuditCounts, audit_exam, exclude_questions

@@ -71,7 +71,7 @@ def test_oracle_writer_uses_annotations():
 
 
 def test_llm_writer_parses_and_counts_failures():
-    from fakes import FakeClient
+    from helpers.fakes import FakeClient
 
     from memprm.llm.endpoint import Failure
 
@@ -116,7 +116,7 @@ def test_choose_threshold_by_hand():
 
 def test_managers_writing_notes_get_more_flips_than_raw_copies():
     """A copy of a turn duplicates its verbatim entry, so deleting it never flips an answer; notes do."""
-    from tools_loader import load_tool
+    from helpers.tools_loader import load_tool
 
     from memprm.config import load_config
     from memprm.data.synthetic import SyntheticConfig, generate_synthetic
@@ -149,7 +149,7 @@ def test_earlier_version_walks_back_over_restatements():
 def test_policy_gap_tool_writes_its_table_and_json(tmp_path, capsys):
     import json
 
-    from tools_loader import load_tool
+    from helpers.tools_loader import load_tool
 
     out = tmp_path / "gap.json"
     tiny = ["data.synthetic.n_dialogues=3", "data.synthetic.n_train=1", "data.synthetic.n_dev=1",

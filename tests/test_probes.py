@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
-from fakes import FakeClient
+from helpers.fakes import FakeClient
 
 from memprm.data.records import Dialogue, Fact, Question, Session, Turn
 from memprm.data.synthetic import SyntheticConfig, generate_dialogue

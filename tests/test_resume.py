@@ -28,7 +28,7 @@ TINY_GRPO = [
 
 def _tiny_encoder(folder: Path) -> Path:
     """A random 2-layer BERT with MiniLM's tokenizer, saved where ``policy.model`` can load it offline."""
-    from tiny_models import minilm_tokenizer, tiny_bert_config
+    from helpers.tiny_models import minilm_tokenizer, tiny_bert_config
     from transformers import BertModel
 
     torch.manual_seed(0)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from tiny_models import tiny_scoring_policy
+from helpers.tiny_models import tiny_scoring_policy
 
 from memprm.config import load_config
 from memprm.credit import CreditConfig, suffix_min_shaping

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tiny_models import tiny_scoring_policy
+from helpers.tiny_models import tiny_scoring_policy
 
 from memprm.credit.tiers import Neighbour
 from memprm.data.records import Turn
@@ -100,8 +100,10 @@ def test_trainer_sft_equals_a_plain_adamw_loop(balanced, tmp_path, monkeypatch):
         samples, kinds = _samples(policy)
         weights = balance_weights(kinds, 0.5) if balanced else None
         args = (policy, samples, 9, 2e-2, 3, 5)  # 7 samples in batches of 3: 3 + 3 + 1 per pass
+        rng = torch.get_rng_state()
         losses = train_sft(*args, weights=weights, weight_decay=0.01, progress=False) if trainer else \
             _reference(*args, weights=weights, weight_decay=0.01)  # fmt: skip
+        assert torch.equal(torch.get_rng_state(), rng)  # the global generator is left alone, as by hand
         runs.append((losses, _trainable(policy)))
     (losses, state), (ref_losses, ref_state) = runs
     assert len(losses) == 9 and losses == ref_losses

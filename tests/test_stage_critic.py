@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from fakes import FakeClient
+from helpers.fakes import FakeClient
 from transformers import AutoTokenizer, BertConfig
 
 from memprm.config import load_config

@@ -1,15 +1,19 @@
 """SFT on teacher operations, policy weight files, and the test table."""
 
+import json
+
 import pytest
 import torch
-from tiny_models import tiny_scoring_policy
+from helpers.tiny_models import tiny_scoring_policy
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from memprm.config import load_config
 from memprm.data.synthetic import SyntheticConfig, generate_synthetic
 from memprm.env.evaluate import EvalResult
+from memprm.env.stack import build_stack
 from memprm.env.trajectories import run_trajectory
 from memprm.models.sft import balance_weights, sft_loss
-from memprm.stages.roles import build_stack
+from memprm.stages.held_out import results_table, write_results
 from memprm.stages.sft_stage import (
     SFTConfig,
     action_of,
@@ -19,7 +23,6 @@ from memprm.stages.sft_stage import (
     save_policy,
     sft_samples,
 )
-from memprm.stages.test_stage import results_table, write_results
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -63,7 +66,13 @@ def test_sft_moves_the_policy_to_the_teacher_and_weights_round_trip(teacher_run,
         after = float(sft_loss(policy.eval(), samples, weights))
     assert len(losses) == 15 and after < before  # the balanced loss (the default) over every sample fell
     saved = tmp_path / "policy_sft.pt"
-    assert saved.is_file() and list((tmp_path / "tb" / "sft").glob("events.out.tfevents.*"))
+    assert json.loads((tmp_path / "sft_losses.json").read_text()) == losses
+    events = EventAccumulator(str(tmp_path / "tb" / "sft"))  # Lightning's TensorBoardLogger, one scalar a step
+    events.Reload()
+    scalars = events.Scalars("sft/loss")
+    assert [e.step for e in scalars] == list(range(15))
+    assert [e.value for e in scalars] == losses  # float32 losses: exact
+    assert torch.load(saved).keys() == {n for n, p in policy.named_parameters() if p.requires_grad}
     fresh = tiny_scoring_policy(seed=0, head_std=0.5)
     policy.eval(), fresh.eval()  # dropout off: log-probs are compared exactly
     logp_trained = policy.log_probs(samples[:8])[0].detach()
@@ -77,7 +86,10 @@ def test_sft_moves_the_policy_to_the_teacher_and_weights_round_trip(teacher_run,
         sft_samples(policy, [traj], [])
     other = tmp_path / "other.pt"
     torch.save({"not.a.param": torch.zeros(1)}, other)
-    with pytest.raises(ValueError, match="not in this policy"):
+    with pytest.raises(ValueError, match=r"other\.pt: parameters \['not\.a\.param'\] are not in this"):
+        load_policy(fresh, other)
+    torch.save({"head.bias": torch.zeros(7)}, other)
+    with pytest.raises(ValueError, match=r"other\.pt: tensor 'head\.bias' has shape \(7,\)"):
         load_policy(fresh, other)
     assert save_policy(fresh, tmp_path / "again.pt").stat().st_size > 0
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 import torch
-from tiny_models import tiny_scoring_policy
+from helpers.tiny_models import tiny_scoring_policy
 
 from memprm.credit.tiers import Neighbour
 from memprm.data.records import Turn

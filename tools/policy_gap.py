@@ -43,9 +43,9 @@ from memprm.env.managers import (  # noqa: E402
     write_all_manager,
 )
 from memprm.env.stack import build_stack  # noqa: E402
-from memprm.fit import calibrate_reader  # noqa: E402
 from memprm.memory.bank import MemoryBank  # noqa: E402
 from memprm.rollout.runner import GroupRunner, RolloutConfig  # noqa: E402
+from memprm.stages.reader_calibration import calibrate_reader  # noqa: E402
 
 
 def measure(stack, dialogues, manager, name: str) -> dict:

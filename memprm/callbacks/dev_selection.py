@@ -1,24 +1,8 @@
 """DevCheckpointSelection: keep the policy that scores best on the dev *selection* half; load it at the end.
 
-Every ``every_n_steps`` optimizer steps (and, by default, before the first step and after the last
-one) the policy is evaluated with the injected ``evaluate(policy) -> accuracy`` (the fit wiring passes a
-closure running :func:`memprm.env.evaluate.evaluate_manager` greedily on the dev selection half; no training
-happens there). The best weights by accuracy (strictly better replaces, so a tie keeps the earlier step) are
-kept as a CPU copy of the policy's trainable parameters and written to ``dirpath/best_policy.pt`` (the
-format of :func:`memprm.stages.sft_stage.save_policy`, loadable with ``load_policy``), with
-``dirpath/dev_selection.json`` holding the history (step, accuracy, and rollouts played on all ranks so far,
-read from the datamodule's ``rollouts_played``). ``on_train_end`` copies the best weights into the
-policy, so what follows (the test evaluation) uses them.
-
-Test questions never select a checkpoint: the constructor takes the dialogues the closure evaluates on and
-refuses any of them whose id is a test dialogue's. Under manual optimization a batch may take several
-optimizer steps; an evaluation is due when the step count crosses a multiple of ``every_n_steps`` (once, even
-if it crosses several).
-
-Logged (directly to the trainer's loggers, at the current step, so no evaluation is lost between logging
-steps): ``dev/accuracy`` at each evaluation; ``dev/best_accuracy`` and ``dev/best_step`` at the end. The state
-(best score, step, weights, history) is saved in checkpoints. Under DDP every rank evaluates (the greedy
-policy and weights are identical), so every rank loads the same best weights; files are written by rank 0.
+Every ``every_n_steps`` optimizer steps the policy is evaluated greedily on the dev selection half (never on
+test dialogues); the best weights are kept, written to ``best_policy.pt`` and copied back into the policy when
+training ends, so the test evaluation that follows uses them. Details on :class:`DevCheckpointSelection`.
 """
 
 from __future__ import annotations
@@ -40,7 +24,29 @@ from memprm.models.trainable import load_trainable_state, trainable_state
 
 
 class DevCheckpointSelection(Callback):
-    """Dev-selection-accuracy checkpoint selection; see the module doc."""
+    """Dev-selection-accuracy checkpoint selection.
+
+    Every ``every_n_steps`` optimizer steps (and, by default, before the first step and after the last
+    one) the policy is evaluated with the injected ``evaluate(policy) -> accuracy`` (the fit wiring passes a
+    closure running :func:`memprm.env.evaluate.evaluate_manager` greedily on the dev selection half; no
+    training happens there). The best weights by accuracy (strictly better replaces, so a tie keeps the
+    earlier step) are kept as a CPU copy of the policy's trainable parameters and written to
+    ``dirpath/best_policy.pt`` (the format of :func:`memprm.stages.sft_stage.save_policy`, loadable with
+    ``load_policy``), with ``dirpath/dev_selection.json`` holding the history (step, accuracy, and rollouts
+    played on all ranks so far, read from the datamodule's ``rollouts_played``). ``on_train_end`` copies the
+    best weights into the policy, so what follows (the test evaluation) uses them.
+
+    Test questions never select a checkpoint: the constructor takes the dialogues the closure evaluates on
+    and refuses any of them whose id is a test dialogue's. Under manual optimization a batch may take several
+    optimizer steps; an evaluation is due when the step count crosses a multiple of ``every_n_steps`` (once,
+    even if it crosses several).
+
+    Logged (directly to the trainer's loggers, at the current step, so no evaluation is lost between logging
+    steps): ``dev/accuracy`` at each evaluation; ``dev/best_accuracy`` and ``dev/best_step`` at the end. The
+    state (best score, step, weights, history) is saved in checkpoints. Under DDP every rank evaluates (the
+    greedy policy and weights are identical), so every rank loads the same best weights; files are written
+    by rank 0.
+    """
 
     def __init__(
         self,

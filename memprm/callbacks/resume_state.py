@@ -83,17 +83,23 @@ class ResumeState(Callback):
             starts = json.loads(self.starts_path.read_text()) if self.starts_path.is_file() else []
             atomic_write_text(self.starts_path, json.dumps([*starts, self.start_step]) + "\n")
 
-    def on_train_batch_start(self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int) -> None:
+    def on_train_batch_start(
+        self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int
+    ) -> None:
         if self._pending is not None:
             set_rng_state(self._pending)
             self._pending = None
 
-    def on_save_checkpoint(self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict[str, Any]) -> None:
+    def on_save_checkpoint(
+        self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict[str, Any]
+    ) -> None:
         keep = _trainable_keys(pl_module)
         checkpoint["state_dict"] = {k: v for k, v in checkpoint["state_dict"].items() if k in keep}
         checkpoint[STEP_LOG_KEY] = _step_log(trainer, checkpoint)
 
-    def on_load_checkpoint(self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict[str, Any]) -> None:
+    def on_load_checkpoint(
+        self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict[str, Any]
+    ) -> None:
         saved, keep = set(checkpoint["state_dict"]), _trainable_keys(pl_module)
         if saved != keep:
             extra, missing = sorted(saved - keep)[:3], sorted(keep - saved)[:3]
@@ -130,16 +136,25 @@ class StepCheckpoint(ModelCheckpoint):
     def __init__(self, dirpath: str | Path, every: int):
         if every < 1:
             raise ValueError(f"StepCheckpoint: every must be >= 1, got {every}")
-        super().__init__(dirpath=str(dirpath), save_top_k=0, save_last=True, enable_version_counter=False,
-                         every_n_train_steps=0, save_on_train_epoch_end=False)  # fmt: skip
+        super().__init__(
+            dirpath=str(dirpath),
+            save_top_k=0,
+            save_last=True,
+            enable_version_counter=False,
+            every_n_train_steps=0,
+            save_on_train_epoch_end=False,
+        )
         self.every = every
         self._step_at_batch_start = 0
 
-    def on_train_batch_start(self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int) -> None:
+    def on_train_batch_start(
+        self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int
+    ) -> None:
         self._step_at_batch_start = int(trainer.global_step)
 
-    def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:  # fmt: skip
+    def on_train_batch_end(
+        self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
         crossed = trainer.global_step // self.every > self._step_at_batch_start // self.every
         if crossed and not self._should_skip_saving_checkpoint(trainer):
             self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
@@ -152,7 +167,9 @@ class StepCheckpoint(ModelCheckpoint):
 class AtomicCheckpointIO(TorchCheckpointIO):
     """Torch checkpoint files written whole or not at all (temporary file, then ``os.replace``)."""
 
-    def save_checkpoint(self, checkpoint: dict[str, Any], path: str | Path, storage_options: Any = None) -> None:
+    def save_checkpoint(
+        self, checkpoint: dict[str, Any], path: str | Path, storage_options: Any = None
+    ) -> None:
         if storage_options is not None:
             raise TypeError(f"AtomicCheckpointIO: storage_options are not supported, got {storage_options!r}")
         get_filesystem(path).makedirs(str(Path(path).parent), exist_ok=True)

@@ -18,7 +18,13 @@ from memprm.credit.chains import ChainMode, coverage_penalty, propagate_chain_cr
 from memprm.credit.online_labels import online_labels
 from memprm.credit.presence import CreditConfig, CreditVariant, PresenceWeights, presence_credit
 from memprm.credit.relabel import RelabelResult, relabel_tiers
-from memprm.credit.reward import RewardBreakdown, RewardWeights, composite_rewards, shaping_share
+from memprm.credit.reward import (
+    RewardBreakdown,
+    RewardWeights,
+    composite_rewards,
+    reward_masses,
+    shaping_share,
+)
 from memprm.credit.shaping import lambda_schedule, magnitude_ratio, suffix_min_shaping, sum_shaping
 from memprm.credit.tiers import (
     ENTRY_TIERS,
@@ -67,6 +73,7 @@ __all__ = [
     "presence_credit",
     "propagate_chain_credit",
     "relabel_tiers",
+    "reward_masses",
     "shaping_share",
     "step_credit",
     "suffix_min_shaping",

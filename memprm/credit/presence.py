@@ -4,27 +4,8 @@ Eq. (6), per audit record (entry i, question q)::
 
     u_iq = 1[correct]·(w_r·retrieved + w_c·cited + w_f·flips) − w_tox·1[¬correct]·cited·cures
 
-with (w_r, w_c, w_f) = (0.3, 0.3, 0.4) and w_tox = 1 (:class:`PresenceWeights`). An untested flip or cure
-(``None``) counts 0. Per entry over the quiz, the positive part and the toxicity part are aggregated
-separately and ``u_i = positive_i − toxicity_i``:
-
-- positive: ``max`` over the entry's records (default) or the question-weighted ``mean``;
-- toxicity: ``any`` (w_tox if any record is toxic; default) or the question-weighted ``mean``.
-
-An entry with no records was never retrieved and gets 0 (zero detection).
-
-The reward-design ladder's credit arms are options of :func:`presence_credit` (:class:`CreditVariant`):
-
-- ``full``: Eq. (6).
-- ``observational``: ``1[correct]·(w_r·retrieved + w_c·cited)``: no flip promotion, no toxicity.
-- ``flip_only``: Eq. (6) without the toxicity term (observational + flips).
-- ``toxicity_only``: Eq. (6) without the flip term (observational + toxicity).
-- ``matched_scale``: observational, multiplied by ``Σ_i |u_i^full| / Σ_i |u_i^obs|`` over the entries of the
-  given quiz (the call's records), so its mean |u| equals the full method's; the ratio is the same whichever
-  zero-credit entries the mean includes. If the observational mass is 0 every credit is 0.
-- ``shuffled_flip``: Eq. (6) after permuting the flip outcomes among the tested records (those with
-  ``flips`` not None) with ``numpy.random.default_rng(seed)``. The number of flips is kept; which entry gets
-  one becomes uninformative.
+aggregated per entry over the quiz by :func:`presence_credit`; the reward-design ladder's credit arms
+(:class:`CreditVariant`) drop or scramble its terms.
 """
 
 from __future__ import annotations
@@ -41,6 +22,20 @@ from memprm.credit.types import AuditRecord, CreditError
 
 
 class CreditVariant(enum.StrEnum):
+    """The reward-design ladder's credit arms, options of :func:`presence_credit`.
+
+    - ``full``: Eq. (6).
+    - ``observational``: ``1[correct]·(w_r·retrieved + w_c·cited)``: no flip promotion, no toxicity.
+    - ``flip_only``: Eq. (6) without the toxicity term (observational + flips).
+    - ``toxicity_only``: Eq. (6) without the flip term (observational + toxicity).
+    - ``matched_scale``: observational, multiplied by ``Σ_i |u_i^full| / Σ_i |u_i^obs|`` over the entries of
+      the given quiz (the call's records), so its mean |u| equals the full method's; the ratio is the same
+      whichever zero-credit entries the mean includes. If the observational mass is 0 every credit is 0.
+    - ``shuffled_flip``: Eq. (6) after permuting the flip outcomes among the tested records (those with
+      ``flips`` not None) with ``numpy.random.default_rng(seed)``. The number of flips is kept; which entry
+      gets one becomes uninformative.
+    """
+
     FULL = "full"
     OBSERVATIONAL = "observational"
     FLIP_ONLY = "flip_only"
@@ -69,7 +64,7 @@ class PresenceWeights:
 class CreditConfig:
     """How entry credit is computed and handed to operations (the trainer builds it from YAML)."""
 
-    #: the ladder arm (see the module docstring).
+    #: the ladder arm (see :class:`CreditVariant`).
     variant: CreditVariant = CreditVariant.FULL
     weights: PresenceWeights = field(default_factory=PresenceWeights)
     #: per-entry aggregation of the positive part over the quiz: ``max`` or question-weighted ``mean``.
@@ -96,6 +91,20 @@ def presence_credit(
     seed: int | None = None,
 ) -> dict[str, float]:
     """Entry id → credit u_i over one quiz, for every entry with records and every id in ``entry_ids``.
+
+    Eq. (6), per audit record (entry i, question q)::
+
+        u_iq = 1[correct]·(w_r·retrieved + w_c·cited + w_f·flips) − w_tox·1[¬correct]·cited·cures
+
+    with (w_r, w_c, w_f) = (0.3, 0.3, 0.4) and w_tox = 1 (:class:`PresenceWeights`). An untested flip or cure
+    (``None``) counts 0. Per entry over the quiz, the positive part and the toxicity part are aggregated
+    separately and ``u_i = positive_i − toxicity_i``:
+
+    - positive: ``max`` over the entry's records (default) or the question-weighted ``mean``;
+    - toxicity: ``any`` (w_tox if any record is toxic; default) or the question-weighted ``mean``.
+
+    An entry with no records was never retrieved and gets 0 (zero detection). ``config.variant`` picks the
+    ladder arm (:class:`CreditVariant`).
 
     ``seed`` is required by (and only used by) the ``shuffled_flip`` variant. A repeated (entry, question)
     pair raises :class:`CreditError`.

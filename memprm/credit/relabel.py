@@ -1,28 +1,10 @@
 """Offline hindsight relabeling of teacher trajectories into critic examples (paper §3.3).
 
-Labels, per teacher decision (types and tiers in :mod:`memprm.credit.tiers`):
-
-- A Write or Merge takes the tier of the entry it wrote into (:attr:`EntryOutcome.tier`; an entry with no
-  outcome was never retrieved: ``inert``). ``u_rr`` = 1 iff that entry was ever retrieved.
-- Content clusters (:mod:`memprm.credit.clusters`): the earliest writer of near-duplicate content gets the
-  highest tier of any copy; later copies in other entries are capped at ``duplicate``.
-- A Noop is ``miss`` when its turn anchors a failed probe, else ``skip``; ``u_rr`` = 0.
-
-Counterfactual negatives (``u_rr`` = 0, every one counted in :class:`RelabelCounts`):
-
-- ``cf_noop_miss``: for every teacher Write whose final tier is ``load_bearing``, a Noop in the same context,
-  labeled ``miss``. (Merges do not get one: credit is per entry, so a merge into a load-bearing entry need
-  not carry the fact that flipped.)
-- ``cf_uninformative_write``: for every teacher Noop on an uninformative turn, a Write of the turn's own text
-  into the same layer, labeled ``inert`` (skipped and counted when the turn text is empty).
-- ``cf_forced_merge``: for every teacher Write, a Merge of the same content into the nearest same-layer
-  managed neighbour retrieved at decision time, labeled ``inert``. Skipped (and counted) when there is no
-  such neighbour, or when the Write is a later copy (merging it would have been right).
-
-Decision-time information only. The target chain of a Merge (real or forced) is rebuilt from the earlier
-decisions of the trajectory (plus ``initial_chains``, the managed entries present before it began), never
-taken from the final bank. A managed neighbour that was not yet written, or whose text contains a version
-written at or after the decision, raises :class:`CreditError` (a leak).
+Each teacher decision gets the utility tier its entry earned in hindsight (types and tiers in
+:mod:`memprm.credit.tiers`), and counterfactual negatives (a Noop where a write bore load, a Write of an
+uninformative turn, a forced Merge) are added beside it. Only decision-time information is ever rendered:
+chains are rebuilt from the trajectory, never taken from the final bank. The rules are on
+:func:`relabel_tiers`.
 """
 
 from __future__ import annotations
@@ -64,6 +46,30 @@ def relabel_tiers(
 
     ``embeddings`` maps the op id of every Write and Merge to its content's embedding (any dimension).
 
+    Labels, per teacher decision:
+
+    - A Write or Merge takes the tier of the entry it wrote into (:attr:`EntryOutcome.tier`; an entry with no
+      outcome was never retrieved: ``inert``). ``u_rr`` = 1 iff that entry was ever retrieved.
+    - Content clusters (:mod:`memprm.credit.clusters`): the earliest writer of near-duplicate content gets the
+      highest tier of any copy; later copies in other entries are capped at ``duplicate``.
+    - A Noop is ``miss`` when its turn anchors a failed probe, else ``skip``; ``u_rr`` = 0.
+
+    Counterfactual negatives (``u_rr`` = 0, every one counted in :class:`RelabelCounts`):
+
+    - ``cf_noop_miss``: for every teacher Write whose final tier is ``load_bearing``, a Noop in the same
+      context, labeled ``miss``. (Merges do not get one: credit is per entry, so a merge into a load-bearing
+      entry need not carry the fact that flipped.)
+    - ``cf_uninformative_write``: for every teacher Noop on an uninformative turn, a Write of the turn's own
+      text into the same layer, labeled ``inert`` (skipped and counted when the turn text is empty).
+    - ``cf_forced_merge``: for every teacher Write, a Merge of the same content into the nearest same-layer
+      managed neighbour retrieved at decision time, labeled ``inert``. Skipped (and counted) when there is no
+      such neighbour, or when the Write is a later copy (merging it would have been right).
+
+    Decision-time information only. The target chain of a Merge (real or forced) is rebuilt from the earlier
+    decisions of the trajectory (plus ``initial_chains``, the managed entries present before it began), never
+    taken from the final bank. A managed neighbour that was not yet written, or whose text contains a version
+    written at or after the decision, raises :class:`CreditError` (a leak).
+
     Worked example: a load-bearing Write, a later near-copy of it in another entry, and an uninformative Noop.
 
     >>> d = [TeacherDecision("op0", "write", "event", "D1:1", "Ana adopted Biscuit", content="Ana adopted a dog",
@@ -93,11 +99,23 @@ def relabel_tiers(
 
     def emit(d: TeacherDecision, tier: Tier, u_rr: int, source: str, chain: tuple[str, ...], **kw) -> None:
         fields = dict(
-            op_id=d.op_id, kind=d.kind, layer=d.layer, turn_id=d.turn_id, turn_text=d.turn_text,
-            context_turns=d.context_turns, content=d.content, key=d.key, target_entry_id=d.target_entry_id,
-            target_chain=chain, neighbours=d.neighbours, tier=tier, target=targets[tier], u_rr=u_rr,
-            source=source, origin_op_id=d.op_id,
-        )  # fmt: skip
+            op_id=d.op_id,
+            kind=d.kind,
+            layer=d.layer,
+            turn_id=d.turn_id,
+            turn_text=d.turn_text,
+            context_turns=d.context_turns,
+            content=d.content,
+            key=d.key,
+            target_entry_id=d.target_entry_id,
+            target_chain=chain,
+            neighbours=d.neighbours,
+            tier=tier,
+            target=targets[tier],
+            u_rr=u_rr,
+            source=source,
+            origin_op_id=d.op_id,
+        )
         examples.append(LabeledExample(**(fields | kw)))
         counts[source] += 1
 

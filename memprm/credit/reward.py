@@ -88,6 +88,22 @@ def composite_rewards(
     return RewardBreakdown(*parts, total=parts[0] + parts[1] + parts[2] + parts[3])
 
 
+#: the components of a composite reward, in the order :func:`reward_masses` sums them.
+COMPONENTS = ("task", "credit", "miss", "shaping")
+
+
+def reward_masses(breakdowns: RewardBreakdown | Sequence[RewardBreakdown]) -> tuple[float, ...]:
+    """Σ|component| over every step of one or more rollouts, per component (:data:`COMPONENTS` order).
+
+    >>> reward_masses(composite_rewards(1.0, [0.5, 0.0], [0, 1], [0.5, 0.5], lam=0.2))
+    (1.0, 0.5, 1.0, 0.2)
+    >>> reward_masses([])
+    (0.0, 0.0, 0.0, 0.0)
+    """
+    items = [breakdowns] if isinstance(breakdowns, RewardBreakdown) else list(breakdowns)
+    return tuple(sum((float(np.abs(getattr(b, c)).sum()) for b in items), 0.0) for c in COMPONENTS)
+
+
 def shaping_share(breakdowns: RewardBreakdown | Sequence[RewardBreakdown]) -> float:
     """|shaping| mass over the total |component| mass of one or more rollouts; 0.0 when there is no reward.
 
@@ -95,9 +111,6 @@ def shaping_share(breakdowns: RewardBreakdown | Sequence[RewardBreakdown]) -> fl
     >>> round(shaping_share(b), 6)   # 0.2 / (1.0 + 0.2)
     0.166667
     """
-    items = [breakdowns] if isinstance(breakdowns, RewardBreakdown) else list(breakdowns)
-    shaping = sum(float(np.abs(b.shaping).sum()) for b in items)
-    total = sum(
-        float(np.abs(getattr(b, c)).sum()) for b in items for c in ("task", "credit", "miss", "shaping")
-    )
-    return shaping / total if total > 0 else 0.0
+    masses = reward_masses(breakdowns)
+    total = sum(masses)
+    return masses[COMPONENTS.index("shaping")] / total if total > 0 else 0.0

@@ -19,8 +19,20 @@ import re
 from datetime import date, datetime
 
 #: English month names, January first (locale-independent; answers and session headers use them).
-MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-               "October", "November", "December")  # fmt: skip
+MONTH_NAMES = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 #: lower-case month name or abbreviation ("may", "sep", "sept") -> month number.
 MONTH_NUMBERS = {name.lower(): i + 1 for i, name in enumerate(MONTH_NAMES)}
 MONTH_NUMBERS.update({name[:3]: num for name, num in list(MONTH_NUMBERS.items())})
@@ -30,6 +42,7 @@ MONTH_NUMBERS["sept"] = 9
 def format_date(d: date) -> str:
     """LoCoMo's answer style, no zero padding: ``7 May 2023``."""
     return f"{d.day} {MONTH_NAMES[d.month - 1]} {d.year}"
+
 
 _LOCOMO_RE = re.compile(
     r"\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+)\.?,?\s+(\d{4})\s*",

@@ -1,40 +1,9 @@
 """LoCoMo loader: ``locomo10.json`` -> typed dialogues, the D1-D4 / D5 / D6-D10 split, a load report.
 
-Choices (documented once, here):
-
-- **Dialogues.** D1..D10 are the ten samples in file order (conv-26 ... conv-50). A dialogue's id is
-  ``"D<k>/<sample_id>"``, e.g. ``"D5/conv-43"``: the paper's dialogue number and the file's sample id.
-  (Inside a dialogue, turn ids ``D3:7`` mean *session* 3, turn 7: LoCoMo's own ids, kept as they are.)
-- **Splits.** ``train`` = D1-D4, ``dev`` = D5, ``test`` = D6-D10. ``dev_calibration`` and ``dev_selection``
-  are D5 with its questions dealt into two halves: per category (in category order) the question ids are
-  shuffled with ``random.Random(dev_split_seed)``, the per-category lists are concatenated and dealt
-  alternately, so the halves differ by at most one question overall and per category. Both halves keep
-  D5's sessions, id and the questions' original order.
-- **Sessions** are the ``session_N`` keys whose value is a list, in order of N; ``Session.index`` = N.
-  ``session_N_date_time`` keys without such a session (conv-26 has 20..35) are reported as
-  ``orphan_session_date``. Session dates are parsed by :func:`memprm.data.dates.parse_locomo_datetime`.
-- **Turns.** ``id`` = ``dia_id``, ``image_caption`` = ``blip_caption``; ``img_url``/``query`` are dropped
-  (images are not released). ``Turn.facts`` are the ``observation`` items whose dia_id names the turn; an
-  item naming several turns (a list, or one comma-joined string) is attached to each of them.
-- **Questions.** id = ``"<sample_id>/q<index>"`` with the 0-based index in the file's ``qa`` list
-  (``conv-26/q012``), so ids stay stable under filtering and de-duplication. ``category`` is the name,
-  ``category_id`` the official number. ``date`` is the datetime of the dialogue's last session (LoCoMo has
-  no question date: questions are asked after the whole conversation).
-- **Category 5 (adversarial)**: the gold answer is :data:`UNANSWERABLE_ANSWER` with ``unanswerable=True``,
-  as the upstream scorer expects. 444 items have only ``adversarial_answer`` (``cat5_answer_missing``);
-  two in conv-26 also carry an ``answer`` that is replaced too (``cat5_answer_replaced``).
-- **Repairs and skips** (kinds in the report): int answers -> ``answer_int_to_str``; one evidence string
-  holding several ids -> ``evidence_split``; an id that resolves only after normalising (``D30:05``,
-  ``D:11:26``) -> ``evidence_normalized``, and only if the normalised id is a turn of the dialogue;
-  ``evidence_unparseable`` (``"D"``) and ``evidence_unknown_turn`` (``D10:19``) ids are dropped, the
-  question kept; a repeated id -> ``evidence_duplicate``; questions whose evidence ends up empty are kept
-  and counted as ``evidence_empty``. Facts use the same rules with the prefix ``fact_turn`` (plus
-  ``fact_turn_list``). Exact duplicate QA items (identical JSON) keep the first: ``duplicate_question``.
-  The category filter is applied last and counted as ``filtered_category_<n>``; repairs are counted over
-  the whole file before filtering. conv-30's repeated question with a *different* answer is kept as is.
-- ``drop_duplicates=False`` keeps the duplicate items: then D6-D10 has the README's 987 questions (778 for
-  categories 1-4); with the default ``True`` it has 976 (767 for 1-4; the 11 duplicates are category 4).
-- ``event_summary`` and ``session_summary`` (LLM-generated summaries) are not loaded.
+D1..D10 are the ten samples in file order; ``train`` = D1-D4, ``dev`` = D5 (also dealt into the
+``dev_calibration`` / ``dev_selection`` halves by :func:`split_questions`), ``test`` = D6-D10. The file's
+quirks are repaired or skipped, never silently: each one is counted by kind in the ``LoadReport``.
+Every choice (ids, sessions, turns, category 5, repairs, duplicates) is recorded in ``docs/design/locomo.md``.
 """
 
 from __future__ import annotations
@@ -142,7 +111,12 @@ def load_locomo(
 
 
 def split_questions(questions: tuple[Question, ...], seed: int) -> tuple[tuple[Question, ...], ...]:
-    """Deal questions into two halves, stratified by category (see the module docstring)."""
+    """Deal questions into two halves, stratified by category.
+
+    Per category (in category order) the question ids are shuffled with ``random.Random(seed)``, the
+    per-category lists are concatenated and dealt alternately, so the halves differ by at most one question
+    overall and per category. Both halves keep the questions' original order.
+    """
     by_cat: dict[str, list[str]] = {}
     for q in questions:
         by_cat.setdefault(q.category, []).append(q.id)
@@ -166,7 +140,9 @@ def _dialogue(ctx: _Ctx, i: int, sample: Any, keep: frozenset[int] | None, drop_
     if not all(sp.strip() for sp in speakers):
         raise ctx.fail(sid, "conversation.speaker_a/speaker_b", f"empty speaker name in {speakers}")
     if speakers[0] == speakers[1]:
-        raise ctx.fail(sid, "conversation.speaker_b", f"same as speaker_a ({speakers[0]!r}): turns cannot be told apart")
+        raise ctx.fail(
+            sid, "conversation.speaker_b", f"same as speaker_a ({speakers[0]!r}): turns cannot be told apart"
+        )
     if not qa:
         raise ctx.fail(sid, "qa", "empty: the conversation has no questions")
     raw_sessions = sorted(
@@ -200,11 +176,17 @@ def _dialogue(ctx: _Ctx, i: int, sample: Any, keep: frozenset[int] | None, drop_
         turns_of[n].append(Turn(tid, speaker, text, n, caption, tuple(facts.get(tid, ()))))
     sessions = tuple(_session(ctx, conv, sid, n, tuple(turns_of[n])) for n, _ in raw_sessions if turns_of[n])
     if not sessions:
-        raise ctx.fail(sid, "conversation", f"no turns in any session: its {len(qa)} questions could never be asked")
+        raise ctx.fail(
+            sid, "conversation", f"no turns in any session: its {len(qa)} questions could never be asked"
+        )
     for a, b in zip(sessions, sessions[1:], strict=False):
         if a.datetime is not None and b.datetime is not None and b.datetime < a.datetime:
-            raise ctx.fail(sid, f"session_{b.index}_date_time", f"{b.datetime_text!r} is before session "
-                           f"{a.index}'s {a.datetime_text!r}: sessions must be in time order")  # fmt: skip
+            raise ctx.fail(
+                sid,
+                f"session_{b.index}_date_time",
+                f"{b.datetime_text!r} is before session "
+                f"{a.index}'s {a.datetime_text!r}: sessions must be in time order",
+            )
     last = sessions[-1].datetime
     questions = _questions(ctx, sid, qa, known, last, keep, drop_dups)
     return Dialogue(f"D{i + 1}/{sid}", speakers, sessions, questions, source="locomo")

@@ -1,31 +1,9 @@
 """LongMemEval loader (oracle and S layouts) with MemBuilder's question split.
 
-Choices (documented once, here):
-
-- **One dialogue per question.** ``Dialogue.id`` = ``question_id``; ``speakers`` = ``("user", "assistant")``;
-  the dialogue holds that question's haystack sessions and its one question.
-- **Session order.** Sessions are sorted by their parsed ``haystack_dates`` (stable: equal timestamps keep
-  file order), because the oracle stores them unsorted and S sorts them by day only. A question whose
-  sessions moved is reported as ``sessions_reordered``. ``Session.index`` is the 1-based position after
-  sorting, ``datetime_text`` the raw date. ``haystack_session_ids`` and ``answer_session_ids`` are not kept.
-  Dates are kept as given: ``question_date`` is on or after the last session's *day*, but 43 oracle
-  questions (1 of the S sample) are asked earlier on that day than the last session's time.
-- **Turns.** id ``"D<k>:<j>"`` (session position k after sorting, 1-based turn j, LoCoMo's form),
-  ``speaker`` = ``role``. No ``Fact`` annotations: LongMemEval has no atomic facts, only ``has_answer``
-  flags, which become the question's evidence instead.
-- **Question.** ``id`` = ``question_id``, ``category`` = ``question_type``, ``category_id`` = 0,
-  ``unanswerable`` = the id ends with ``_abs``, ``date`` parsed from ``question_date``, ``evidence`` = ids of
-  the turns with ``has_answer: true`` in dialogue order (in S only evidence sessions carry the flag; in the
-  oracle some ``answer_session_ids`` have no flagged turn, so evidence can cover fewer sessions). Int
-  answers become strings (``answer_int_to_str``). A non-abstention question without any flagged turn is kept
-  and counted as ``evidence_empty``.
-- **Splits** (``splits_path`` given, MemBuilder's ``{"sft": [...], "rl": [...], "test": [...]}``): ``sft``,
-  ``rl`` = the ``rl`` list without its last ``rl_dev_size`` (10) ids, ``dev`` = those last ids, ``test``; all
-  in split-file order. The rl/dev cut is made on the split file, so ``dev`` names the same ids whatever the
-  data file holds. Split ids absent from the data file are skipped (``split_id_missing``: the 7-question S
-  sample reports 493); data questions in no split go to an extra ``unsplit`` split (present only when
-  non-empty) and are counted as ``not_in_splits``. Without ``splits_path`` there is one split, ``all``, in
-  data-file order.
+Each question becomes its own dialogue (``speakers`` = ``("user", "assistant")``) holding that question's
+haystack sessions, sorted by date; the turns flagged ``has_answer`` are the question's evidence. With a
+MemBuilder split file the questions go to ``sft`` / ``rl`` / ``dev`` / ``test``, else to one ``all`` split.
+Every choice (order, ids, evidence, splits) is recorded in ``docs/design/longmemeval.md``.
 """
 
 from __future__ import annotations
@@ -48,8 +26,14 @@ from memprm.data.records import (
 
 SPEAKERS = ("user", "assistant")
 #: LongMemEval's question types (each has its judging template); any other value is a data error.
-QUESTION_TYPES = ("single-session-user", "single-session-assistant", "single-session-preference",
-                  "multi-session", "temporal-reasoning", "knowledge-update")  # fmt: skip
+QUESTION_TYPES = (
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "temporal-reasoning",
+    "knowledge-update",
+)
 SPLIT_KEYS = ("sft", "rl", "test")
 RL_DEV_SIZE = 10
 
@@ -101,7 +85,9 @@ def _dialogue(raw: Any, i: int, path: str, report: LoadReport) -> Dialogue:
     qid = _get(raw, "question_id", str, path, f"#{i}")
     qtype = _get(raw, "question_type", str, path, qid)
     if qtype not in QUESTION_TYPES:
-        raise DataFormatError(path, qid, "question_type", f"unknown type {qtype!r}; known: {list(QUESTION_TYPES)}")
+        raise DataFormatError(
+            path, qid, "question_type", f"unknown type {qtype!r}; known: {list(QUESTION_TYPES)}"
+        )
     text = _get(raw, "question", str, path, qid)
     answer = _get(raw, "answer", (str, int), path, qid)
     if isinstance(answer, int):
@@ -171,7 +157,9 @@ def load_longmemeval(
             str(path), "<file>", "<top level>", f"expected a list, got {type(raw).__name__}"
         )
     if not raw:
-        raise DataFormatError(str(path), "<file>", "<top level>", "an empty list: the file holds no questions")
+        raise DataFormatError(
+            str(path), "<file>", "<top level>", "an empty list: the file holds no questions"
+        )
     by_id: dict[str, Dialogue] = {}
     for i, item in enumerate(raw):
         dialogue = _dialogue(item, i, str(path), report)

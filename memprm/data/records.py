@@ -150,8 +150,12 @@ def read_json(path: Path) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         bad = data[exc.start : exc.end].hex(" ")
-        raise DataFormatError(str(path), "<file>", "<encoding>", f"byte(s) {bad} at offset {exc.start} are "
-                              "not UTF-8; the file must be UTF-8 encoded") from None  # fmt: skip
+        raise DataFormatError(
+            str(path),
+            "<file>",
+            "<encoding>",
+            f"byte(s) {bad} at offset {exc.start} are not UTF-8; the file must be UTF-8 encoded",
+        ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

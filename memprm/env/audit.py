@@ -10,31 +10,8 @@ DESIGN.md, "Audit and credit":
 - *zero detection*: an entry no question retrieved gets no record and no test. Removing it leaves every
   reader input unchanged token for token (the retrieval invariant), so its deletion cannot change an answer.
 
-At most one deletion test runs per (entry, question); re-answers go through the exam's :class:`ReaderCache`,
-so a deletion that leaves the reader's input identical to one already answered costs nothing. Deletion tests
-run only on entries of ``test_layers`` (default: the managed layers event and profile): credit exists only for
-operations, and verbatim entries are written by no operation, so testing them would measure nothing the
-method uses. Pass ``test_layers=LAYERS`` to audit verbatim entries too (``tools/examine_bank.py`` does).
-Online, ``only_entries`` restricts the tests further to the entries an operation of the current episode
-wrote or merged into (:func:`episode_entries`): chain credit reaches only the episode's own steps, so a flip of
-an entry untouched by the episode changes no reward. Offline relabeling audits every managed entry.
-
-No credit of any kind comes from a failed call (DESIGN: a failure is never an answer):
-
-- a quiz item whose reader or judge call failed gets no record, no deletion test and no failed-probe anchor
-  (counted in ``failed_answers`` / ``failed_verdicts``; its retrieved entries still count as retrieved for
-  zero detection — retrieval is local and did not fail);
-- a deletion re-answer (reader or judge) that failed is no flip and no cure: the record keeps ``flips`` /
-  ``cures`` = None (untested), counted in ``failed_deletion_tests``.
-
-Citations: ``missing_citations`` counts replies without a ``cited`` field; ``cited_share_sum / answered`` is
-the mean share of an answer's retrieved entries it cited. At most ``max_citations`` (``reader.max_citations``,
-default 3; the reader's own ``max_citations`` attribute when not given) citations of an answer are credited:
-the first ones, in the reader's order. An answer that cites more (``citation_cap_hits``) has not given the
-minimal set of entries it used, so its citations are not evidence by themselves: its first ``max_citations``
-cited entries are deletion-tested as usual, and on a correct answer an entry counts as cited only where its
-deletion flips the answer (a cite-everything reader then earns an entry no more than ``0.3 + 0.7·flips``, what
-the deletion test supports); on a wrong answer they keep their toxicity test (a cure is deletion-measured).
+No credit of any kind comes from a failed call (DESIGN: a failure is never an answer). :func:`audit_exam`
+holds the rules: which entries are deletion-tested, what a failed call leaves, and the citation cap.
 """
 
 from __future__ import annotations
@@ -133,9 +110,11 @@ def exclude_questions(audit: AuditResult, exam: ExamResult, question_ids: Collec
         return audit
     kept = ExamResult(tuple(r for r in exam.results if r.item.question.id not in drop))
     anchors = {
-        a for r in kept.results if r.item.kind == "probe" and not r.failed and not r.correct
+        a
+        for r in kept.results
+        if r.item.kind == "probe" and not r.failed and not r.correct
         for a in r.item.question.evidence
-    }  # fmt: skip
+    }
     return AuditResult(
         records=tuple(r for r in audit.records if r.question_id not in drop),
         chains=audit.chains,
@@ -162,7 +141,36 @@ def audit_exam(
     only_entries: Collection[str] | None = None,
     max_citations: int | None = None,
 ) -> AuditResult:
-    """Audit ``exam`` (answered from ``bank``): one record per (retrieved entry, scored question)."""
+    """Audit ``exam`` (answered from ``bank``): one record per (retrieved entry, scored question).
+
+    At most one deletion test runs per (entry, question); re-answers go through the exam's
+    :class:`ReaderCache`, so a deletion that leaves the reader's input identical to one already answered costs
+    nothing. Deletion tests run only on entries of ``test_layers`` (default: the managed layers event and
+    profile): credit exists only for operations, and verbatim entries are written by no operation, so testing
+    them would measure nothing the method uses. Pass ``test_layers=LAYERS`` to audit verbatim entries too
+    (``tools/examine_bank.py`` does). Online, ``only_entries`` restricts the tests further to the entries an
+    operation of the current episode wrote or merged into (:func:`episode_entries`): chain credit reaches only
+    the episode's own steps, so a flip of an entry untouched by the episode changes no reward. Offline
+    relabeling audits every managed entry.
+
+    No credit of any kind comes from a failed call (DESIGN: a failure is never an answer):
+
+    - a quiz item whose reader or judge call failed gets no record, no deletion test and no failed-probe
+      anchor (counted in ``failed_answers`` / ``failed_verdicts``; its retrieved entries still count as
+      retrieved for zero detection — retrieval is local and did not fail);
+    - a deletion re-answer (reader or judge) that failed is no flip and no cure: the record keeps ``flips`` /
+      ``cures`` = None (untested), counted in ``failed_deletion_tests``.
+
+    Citations: ``missing_citations`` counts replies without a ``cited`` field; ``cited_share_sum / answered``
+    is the mean share of an answer's retrieved entries it cited. At most ``max_citations``
+    (``reader.max_citations``, default 3; the reader's own ``max_citations`` attribute when not given)
+    citations of an answer are credited: the first ones, in the reader's order. An answer that cites more
+    (``citation_cap_hits``) has not given the minimal set of entries it used, so its citations are not
+    evidence by themselves: its first ``max_citations`` cited entries are deletion-tested as usual, and on a
+    correct answer an entry counts as cited only where its deletion flips the answer (a cite-everything reader
+    then earns an entry no more than ``0.3 + 0.7·flips``, what the deletion test supports); on a wrong answer
+    they keep their toxicity test (a cure is deletion-measured).
+    """
     cache = cache if cache is not None else ReaderCache(reader, judge)
     cap = citation_cap(reader) if max_citations is None else max_citations
     if cap < 1:
@@ -255,7 +263,7 @@ def _records(
     only_entries: Collection[str] | None,
     counts: AuditCounts,
 ) -> list[AuditRecord]:
-    """The records of one scored item (see the module docstring for the cap)."""
+    """The records of one scored item (see :func:`audit_exam` for the cap)."""
     q, correct = r.item.question, r.correct
     credited = set(r.answer.cited[:cap])
     over_cap = len(r.answer.cited) > cap

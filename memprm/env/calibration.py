@@ -87,5 +87,6 @@ def calibrate_abstention(env, dialogues: Sequence[Dialogue], manager) -> Calibra
             best = (w, threshold, acc)
     w, threshold, acc = best
     reader.overlap_weight, reader.abstain_threshold = w, threshold
-    return Calibration(threshold, w, acc, float(np.mean(answered)) if answered else 0.0, len(parts),
-                       int(sum(abstained)))  # fmt: skip
+    return Calibration(
+        threshold, w, acc, float(np.mean(answered)) if answered else 0.0, len(parts), int(sum(abstained))
+    )

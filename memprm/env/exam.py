@@ -1,29 +1,12 @@
 """Episode-end exams: assembling the quiz for a session window and answering it against a bank.
 
-Quiz (DESIGN.md, "Exam"): the source-anchored probes of the window + the official questions that the window
-*unlocks* — those whose evidence turns have all been observed by the window's end and not all before it
-(evidence unlocking; a question with no evidence unlocks at the dialogue's last window). Each item weighs 1, or
-``final_session_weight`` (default 2) when its anchor / unlocking turn lies in the dialogue's final session. The
-same quiz goes to every rollout of a group. R = Σ w·correct / Σ w ∈ [0, 1] (0 for an empty quiz, which is
-flagged so callers can skip it).
+The quiz (:func:`assemble_quiz`; DESIGN.md, "Exam") is the window's source-anchored probes plus the official
+questions the window unlocks; the same quiz goes to every rollout of a group, and
+R = Σ w·correct / Σ w ∈ [0, 1]. :func:`run_exam` answers every item once through a :class:`ReaderCache`,
+which makes answering a function of the reader's *input*, so identical inputs are answered once.
 
-``run_exam`` answers every item once; ``ReaderCache`` makes answering a function of the reader's *input*
-(question + the exact retrieved chains), so identical inputs — across the rollouts of a group, or a deletion
-that leaves the retrieved set unchanged — are answered once.
-
-**A failure is never an answer.** A reader call or a judge call that failed (``ReaderAnswer.failed``,
-``Verdict.failed``: transport, format or a 4xx, after the client's bounded retries) makes the item *failed*:
-its own outcome, neither right nor wrong. R is the weighted accuracy over the items that did not fail (an exam
-whose items all failed has R = 0 and ``all_failed``); the audit gives failed items no record and no test, and
-the probe gates drop a probe whose gate answer failed (:mod:`memprm.env.audit`, :mod:`memprm.env.probe_gates`).
-Failures are memoized like answers, so a dead endpoint is asked once per distinct reader input.
-
-**Concurrency.** :meth:`ReaderCache.answer_many` answers a batch of independent questions: the distinct
-reader inputs not yet answered go to the reader ``max_concurrency`` at a time (a thread pool; the role's
-``max_concurrency`` attribute, the LLM roles' client setting), then the distinct (question, answer) pairs not
-yet judged go to the judge likewise. Results are keyed by question and input, never by arrival order, so they
-are the same as sequential answering. Roles without ``max_concurrency`` (the offline extractive reader and F1
-judge) are run sequentially in the caller's thread, exactly as before.
+**A failure is never an answer.** A reader or judge call that failed makes its item *failed*: its own
+outcome, neither right nor wrong, not scored and given no credit (:class:`ItemResult`).
 """
 
 from __future__ import annotations
@@ -64,7 +47,12 @@ class Quiz:
 def unlocked_questions(
     dialogue: Dialogue, seen_before: Iterable[str], seen_now: Iterable[str]
 ) -> list[Question]:
-    """Official questions unlocked by the turns ``seen_now`` given the turns ``seen_before`` (see module)."""
+    """Official questions unlocked by the turns ``seen_now`` given the turns ``seen_before``.
+
+    A question is unlocked by the window whose turns ``seen_now`` complete its evidence: all its evidence
+    turns have been observed by the window's end and not all before it (evidence unlocking). A question with
+    no evidence unlocks at the dialogue's last window.
+    """
     before, now = set(seen_before), set(seen_before) | set(seen_now)
     last_turn = dialogue.turns()[-1].id if dialogue.n_turns else None
     out = []
@@ -84,7 +72,14 @@ def assemble_quiz(
     seen_now: Iterable[str],
     final_session_weight: float = 2.0,
 ) -> Quiz:
-    """The quiz of the window whose turns are ``seen_now`` (``seen_before``: all earlier turns)."""
+    """The quiz of the window whose turns are ``seen_now`` (``seen_before``: all earlier turns).
+
+    Quiz (DESIGN.md, "Exam"): the source-anchored probes of the window + the official questions that the
+    window *unlocks* (:func:`unlocked_questions`). Each item weighs 1, or ``final_session_weight`` (default 2)
+    when its anchor / unlocking turn lies in the dialogue's final session. The same quiz goes to every rollout
+    of a group. R = Σ w·correct / Σ w ∈ [0, 1] (0 for an empty quiz, which is flagged so callers can skip it;
+    :attr:`ExamResult.accuracy`).
+    """
     index = dialogue.turn_index()
     final = dialogue.sessions[-1].index if dialogue.sessions else None
     seen_now = list(seen_now)
@@ -102,6 +97,17 @@ def assemble_quiz(
 
 @dataclass(frozen=True)
 class ItemResult:
+    """One answered quiz item.
+
+    **A failure is never an answer.** A reader call or a judge call that failed (``ReaderAnswer.failed``,
+    ``Verdict.failed``: transport, format or a 4xx, after the client's bounded retries) makes the item
+    *failed*: its own outcome, neither right nor wrong. R is the weighted accuracy over the items that did not
+    fail (an exam whose items all failed has R = 0 and ``all_failed``); the audit gives failed items no record
+    and no test, and the probe gates drop a probe whose gate answer failed (:mod:`memprm.env.audit`,
+    :mod:`memprm.env.probe_gates`). Failures are memoized like answers (:class:`ReaderCache`), so a dead
+    endpoint is asked once per distinct reader input.
+    """
+
     item: QuizItem
     retrieval: Retrieval
     answer: ReaderAnswer
@@ -109,7 +115,7 @@ class ItemResult:
 
     @property
     def failed(self) -> bool:
-        """The reader's or the judge's call failed: not scored, no credit (see the module docstring)."""
+        """The reader's or the judge's call failed: not scored, no credit (see the class docstring)."""
         return self.answer.failed or self.verdict.failed
 
     @property
@@ -144,7 +150,12 @@ class ExamResult:
 
 @dataclass
 class ReaderCache:
-    """Answers and verdicts memoized on the reader's input; counts what was really computed."""
+    """Answers and verdicts memoized on the reader's input; counts what was really computed.
+
+    Answering is a function of the reader's *input* (question + the exact retrieved chains,
+    :func:`reader_input_key`), so identical inputs — across the rollouts of a group, or a deletion that leaves
+    the retrieved set unchanged — are answered once. Failures are memoized like answers.
+    """
 
     reader: Reader
     judge: Judge
@@ -158,8 +169,16 @@ class ReaderCache:
         return self.answer_many([(question, retrieval)])[0]
 
     def answer_many(self, asks: Sequence[tuple[Question, Retrieval]]) -> list[tuple[ReaderAnswer, Verdict]]:
-        """(answer, verdict) of every (question, retrieval), in input order (see "Concurrency" above). A
-        failed answer is not judged: its verdict is ``Verdict(False, 0.0, failed=True)``."""
+        """(answer, verdict) of every (question, retrieval), in input order. A failed answer is not judged:
+        its verdict is ``Verdict(False, 0.0, failed=True)``.
+
+        **Concurrency.** The distinct reader inputs not yet answered go to the reader ``max_concurrency`` at
+        a time (a thread pool; the role's ``max_concurrency`` attribute, the LLM roles' client setting), then
+        the distinct (question, answer) pairs not yet judged go to the judge likewise. Results are keyed by
+        question and input, never by arrival order, so they are the same as sequential answering. Roles
+        without ``max_concurrency`` (the offline extractive reader and F1 judge) are run sequentially in the
+        caller's thread, exactly as before.
+        """
         self.lookups += len(asks)
         keys = [(q.id, q.text, reader_input_key(r)) for q, r in asks]
         todo = dict(zip(keys, asks, strict=True))

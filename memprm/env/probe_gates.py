@@ -9,13 +9,7 @@ layer up to the window's end, which every policy shares, so the gates do not dep
    are removed.
 
 Gates 2 and 3 make the probe a controlled measurement: the answer comes from the anchor's memory and nowhere
-else (not from world knowledge, not from another turn). Pass rates of each gate and the anchor-removal error
-rate (of probes passing gate 1, the share answered wrongly without the anchor) are reported.
-
-A probe for which any of the three answers failed (reader or judge call; :mod:`memprm.env.exam`) is dropped and
-counted in ``failed``: a failed closed-book answer is no "wrong closed-book", so it can pass no gate. Rates are
-over the probes whose three answers all came back (``n_probes - failed``). The 3·n answers are sent together
-(:meth:`ReaderCache.answer_many`, concurrently for LLM roles).
+else (not from world knowledge, not from another turn). :func:`gate_probes` runs them and reports pass rates.
 """
 
 from __future__ import annotations
@@ -54,12 +48,24 @@ class GateReport:
 
 
 def anchor_entries(bank: MemoryBank, anchor: str) -> list[str]:
+    """The anchor's entries: every entry of ``bank`` with a version sourced from the turn ``anchor``."""
     return [e.id for e in bank if any(anchor in v.source_turn_ids for v in e.versions)]
 
 
 def gate_probes(
     probes: Sequence[Question], reference: MemoryBank, cache: ReaderCache, retriever: Retriever
 ) -> GateReport:
+    """Run the three gates on every probe against the ``reference`` bank; keep the probes that pass all three.
+
+    Pass rates of each gate and the anchor-removal error rate (of probes passing gate 1, the share answered
+    wrongly without the anchor) are reported (:meth:`GateReport.rates`). A probe whose anchor has no entry in
+    the reference bank is dropped (``unknown_anchor``).
+
+    A probe for which any of the three answers failed (reader or judge call; :mod:`memprm.env.exam`) is
+    dropped and counted in ``failed``: a failed closed-book answer is no "wrong closed-book", so it can pass
+    no gate. Rates are over the probes whose three answers all came back (``n_probes - failed``). The 3·n
+    answers are sent together (:meth:`ReaderCache.answer_many`, concurrently for LLM roles).
+    """
     kept, g1, g2, g3, are, unknown, failed = [], 0, 0, 0, 0, 0, 0
     asked, asks = [], []
     for p in probes:

@@ -1,22 +1,9 @@
 """Teachers: memory managers whose trajectories train the critic and initialize the policy (SFT).
 
-``HeuristicTeacher`` (offline; the paper's "heuristic teacher" row) applies a documented rule set per gate,
-over the notes the environment's :class:`~memprm.llm.notes.NoteWriter` (default: the offline rule writer)
-gives the turn (``Observation.notes``):
-
-1. *Skip what has no note.* The note writer drops small talk, questions, fillers and statements about third
-   parties; a gate whose turn has no note for the gate's layer is a Noop.
-2. *One fact per gate.* The gate acts on the turn's first note for its layer (profile notes at the profile
-   gate, event notes at the event gate).
-3. *Merge or write.* If the most similar neighbour shown at the gate has embedding cosine ≥
-   ``merge_threshold`` with the note, merge the note into it (a new version); otherwise write the note as a
-   new entry keyed by the note's key.
-
-The teacher never writes the turn itself: a copy of the turn duplicates its verbatim entry.
-
-``LLMTeacher`` asks an OpenAI-compatible model at every gate with the manager prompt and the strict JSON
-operation format (:mod:`memprm.env.ops_format`); it writes its own content. Invalid output becomes a Noop and
-is counted.
+:class:`HeuristicTeacher` (offline; the paper's "heuristic teacher" row) applies a documented rule set per
+gate over the turn's notes: skip what has no note, act on one fact per gate, merge into a close neighbour or
+else write. It never writes the turn itself. :class:`LLMTeacher` asks an OpenAI-compatible model at every
+gate and writes its own content.
 """
 
 from __future__ import annotations
@@ -43,6 +30,22 @@ class TeacherConfig:
 
 
 class HeuristicTeacher:
+    """The offline teacher: a documented rule set per gate.
+
+    It works over the notes the environment's :class:`~memprm.llm.notes.NoteWriter` (default: the offline rule
+    writer) gives the turn (``Observation.notes``):
+
+    1. *Skip what has no note.* The note writer drops small talk, questions, fillers and statements about
+       third parties; a gate whose turn has no note for the gate's layer is a Noop.
+    2. *One fact per gate.* The gate acts on the turn's first note for its layer (profile notes at the profile
+       gate, event notes at the event gate).
+    3. *Merge or write.* If the most similar neighbour shown at the gate has embedding cosine ≥
+       ``merge_threshold`` with the note, merge the note into it (a new version); otherwise write the note as
+       a new entry keyed by the note's key.
+
+    The teacher never writes the turn itself: a copy of the turn duplicates its verbatim entry.
+    """
+
     def __init__(self, embedder: Embedder, cfg: TeacherConfig | None = None):
         self.embedder, self.cfg = embedder, cfg or TeacherConfig()
 
@@ -58,7 +61,11 @@ class HeuristicTeacher:
 
 
 class LLMTeacher:
-    """The manager prompt at every gate; invalid or failed output → Noop, counted in ``invalid``."""
+    """The manager prompt at every gate; invalid or failed output → Noop, counted in ``invalid``.
+
+    It asks an OpenAI-compatible model with the manager prompt and the strict JSON operation format
+    (:mod:`memprm.env.ops_format`) and writes its own content.
+    """
 
     def __init__(self, client):
         self.client = client

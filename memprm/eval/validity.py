@@ -3,8 +3,7 @@
 Every check is oriented so that higher is better except the false-positive rate:
 
 * ranking: Spearman ρ between the critic's scores and the tier targets of the same examples;
-* miss AUC: the AUC that the critic ranks *correct* Noops above *missed* Noops (counterfactual ``miss`` Noops
-  of load-bearing writes): a Noop's score is its utility, so a Noop where a write was needed must score low;
+* miss AUC: the AUC that the critic ranks *correct* Noops above *missed* Noops;
 * mis-attach AUC: the AUC that the teacher's merges score above forced (wrong) merges;
 * adversarial false-positive rate: the share of well-formed but useless writes scored strictly above the
   median score of the real writes (lower is better);
@@ -12,9 +11,7 @@ Every check is oriented so that higher is better except the false-positive rate:
   k bottom-scored ones; valid when top > random > bottom.
 
 The paper's sixth check (cross-expert accuracy, 89%) needs a second expert and is not computed here.
-Defaults of :class:`ValidityThresholds` mean "better than chance": ρ > 0, AUCs > 0.5, fp < 0.5 and a strict
-top > random > bottom order. An undefined (NaN) check fails; a check that was not run is listed but does not
-enter :attr:`ValidityReport.passed`.
+Pass criteria: :class:`ValidityThresholds`; the verdict: :attr:`ValidityReport.passed`.
 """
 
 from __future__ import annotations
@@ -58,7 +55,11 @@ def ranking_spearman(scores: Scores, tier_targets: Scores) -> Metric:
 
 
 def miss_auc(scores_missed_noops: Scores, scores_correct_noops: Scores) -> Metric:
-    """AUC that correct Noops score above missed Noops (1 = perfect, 0.5 = chance, ties count ½)."""
+    """AUC that correct Noops score above missed Noops (1 = perfect, 0.5 = chance, ties count ½).
+
+    Missed Noops are the counterfactual ``miss`` Noops of load-bearing writes: a Noop's score is its utility,
+    so a Noop where a write was needed must score low.
+    """
     return binary_auc(scores_correct_noops, scores_missed_noops)
 
 
@@ -80,7 +81,10 @@ def adversarial_fp_rate(scores_adversarial_writes: Scores, scores_real_writes: S
 
 @dataclass(frozen=True)
 class ValidityThresholds:
-    """Pass criteria; defaults are "better than chance". Bounds are strict (ρ > min, fp < max)."""
+    """Pass criteria; defaults are "better than chance". Bounds are strict (ρ > min, fp < max).
+
+    The defaults: ρ > 0, AUCs > 0.5, fp < 0.5 and a strict top > random > bottom order.
+    """
 
     min_spearman: float = 0.0
     min_miss_auc: float = 0.5
@@ -116,7 +120,10 @@ PAPER_DELETION = (9.6, 2.1, 0.8)
 
 @dataclass(frozen=True)
 class ValidityReport:
-    """All checks of one audit (None = not run), the thresholds they are judged against and a label."""
+    """All checks of one audit (None = not run), the thresholds they are judged against and a label.
+
+    An undefined (NaN) check fails; a check that was not run is listed but does not enter :attr:`passed`.
+    """
 
     spearman: Metric | None = None
     miss_auc: Metric | None = None

@@ -81,7 +81,7 @@ def render_summary(s: Summary) -> str:
             "φ: the run's critic on each gate's decision-time rendering."
             if s.critic
             else "φ: not available (no critic in this run)."
-        )  # fmt: skip
+        )
         + "</p>"
     )
     parts.append("<h3>Critic validity</h3>")
@@ -197,10 +197,12 @@ def markdown_block(text: str) -> str:
         rows = [r for r in rows if not all(set(c) <= set("-: ") for c in r)]
         head, rest = rows[0], rows[1:]
         out.append(
-            '<table class="sum"><tr>' + "".join(f"<th>{inline(c)}</th>" for c in head) + "</tr>"
+            '<table class="sum"><tr>'
+            + "".join(f"<th>{inline(c)}</th>" for c in head)
+            + "</tr>"
             + "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in rest)
             + "</table>"
-        )  # fmt: skip
+        )
         table.clear()
 
     for raw in text.splitlines():

@@ -1,27 +1,10 @@
 """The audit trail of a held-out evaluation, written by ``fit``'s test stage and read by ``memprm inspect``.
 
 ``test_audit.jsonl`` in the run folder holds one JSON object per line (format ``FORMAT`` version ``VERSION``):
-
-- the first line, ``{"kind": "meta", ...}``: format, version, split, the credit settings used below and
-  whether the critic scored the gates (``critic``);
-- then one ``{"kind": "dialogue", ...}`` line per (manager, dialogue), in evaluation order, with
-
-  - ``bank``: the final bank (:meth:`memprm.memory.bank.MemoryBank.to_dict` without its version log: every
-    entry with its version chain — content, timestamp, source turns, writing op — and the op log, Noops
-    included);
-  - ``twins``: entry id → indices of managed versions whose content is their source turn word for word
-    (case and whitespace aside): a *verbatim twin*, which can never be necessary for an answer;
-  - ``steps``: every gate decision in order (op id, kind, layer, turn, window) with the critic's φ and
-    p(retrieved) on the decision-time rendering (``null`` without a critic);
-  - ``questions``: every question with its retrieved set (layer, entry, score, best version), the answer,
-    its citations (and the dropped ones), the judge's verdict and score, and whether a call failed;
-  - ``audit``: the deletion-test records of :func:`memprm.env.audit.audit_exam` (per retrieved entry and
-    scored question: cited, flips, cures) and its counts;
-  - ``credit``: Eq. (6) per managed entry (the *full* variant with the run's weights and aggregation,
-    whatever the arm's credit variant, so every arm's page shows the measured evidence) and the credit each
-    operation on a chain receives under the run's chain mode.
-
-Nothing here re-runs a model when read: the page is built from these lines alone.
+a ``meta`` line (format, version, split, credit settings, whether a critic scored the gates), then one
+``dialogue`` line per (manager, dialogue) with the final bank, its verbatim twins, every gate decision, every
+question's retrieval, answer and verdict, the audit and the Eq. (6) credit. Nothing here re-runs a model when
+read: the page is built from these lines alone. The line format: ``docs/design/audit_trail.md``.
 """
 
 from __future__ import annotations
@@ -87,8 +70,17 @@ def gate_steps(ev: DialogueEval, critic: CriticScore | None) -> list[dict[str, A
     steps, inputs = [], []
     for window, play in zip((s.index for s in ev.dialogue.sessions), ev.plays, strict=True):
         for s, text in zip(play.steps, play.critic_inputs, strict=True):
-            steps.append({"op_id": s.op_id, "kind": s.kind, "layer": s.layer, "turn_id": s.turn_id,
-                          "window": window, "phi": None, "p": None})  # fmt: skip
+            steps.append(
+                {
+                    "op_id": s.op_id,
+                    "kind": s.kind,
+                    "layer": s.layer,
+                    "turn_id": s.turn_id,
+                    "window": window,
+                    "phi": None,
+                    "p": None,
+                }
+            )
             inputs.append(text)
     if critic is not None and inputs:
         phi, p = critic(inputs)
@@ -118,7 +110,7 @@ def question_rows(ev: DialogueEval) -> list[dict[str, Any]]:
                         "version": h.best_version,
                     }
                     for h in r.retrieval.hits
-                ],  # fmt: skip
+                ],
                 "answer": a.answer,
                 "cited": list(a.cited),
                 "dropped_citations": list(a.dropped_citations),
@@ -134,7 +126,7 @@ def question_rows(ev: DialogueEval) -> list[dict[str, Any]]:
 def dialogue_line(
     ev: DialogueEval, manager: str, credit: CreditConfig, critic: CriticScore | None = None
 ) -> dict[str, Any]:
-    """The trail line of one (manager, dialogue) evaluation (see the module docstring)."""
+    """The trail line of one (manager, dialogue) evaluation (format: ``docs/design/audit_trail.md``)."""
     bank = ev.bank.to_dict()
     bank.pop("version_log", None)
     audit = None
@@ -174,8 +166,15 @@ class TrailRecorder:
         credit = asdict(self.credit)
         credit["variant"], credit["chain"] = str(self.credit.variant), str(self.credit.chain)
         managers = list(dict.fromkeys(line["manager"] for line in self.lines))
-        return {"kind": "meta", "format": FORMAT, "version": VERSION, "split": self.split,
-                "credit": credit, "critic": self.critic is not None, "managers": managers}  # fmt: skip
+        return {
+            "kind": "meta",
+            "format": FORMAT,
+            "version": VERSION,
+            "split": self.split,
+            "credit": credit,
+            "critic": self.critic is not None,
+            "managers": managers,
+        }
 
     def write(self, path: str | Path) -> Path:
         """Write the meta line and every dialogue line to ``path`` (a temporary file renamed into place)."""

@@ -1,20 +1,9 @@
 """On-disk response cache: one sqlite file in WAL mode, safe for several processes (DDP ranks) at once.
 
-Key. :func:`cache_key` is the sha256 of a canonical JSON (sorted keys, no whitespace, UTF-8) of
-``{"v", "model", "model_version", "messages", "params"}`` — the model id, its pinned version, the exact
-messages and the sampling parameters. Not the base URL (the same model served from DeepSeek's API or a local
-vLLM answers the same question the same way, at temperature 0) and never the API key, which the cache never
-sees. ``v`` is the key-schema version, bumped if the payload layout changes.
-
-Value. Whatever text the caller stores (the client stores a small JSON of the reply and its token counts).
-The table is ``responses(key TEXT PRIMARY KEY, value TEXT)``.
-
-Concurrency. Every process and every thread opens its own connection (connections are never shared across a
-fork or between threads: the connection is looked up per ``(pid, thread)``). Writes are ``INSERT OR IGNORE``
-(first writer wins; at temperature 0 all writers hold the same answer), reads see committed rows. sqlite's
-``busy_timeout`` waits for locks; an ``OperationalError`` saying the database is locked or busy (which sqlite
-can raise without waiting, e.g. while switching to WAL) is retried with backoff for up to ``busy_timeout_s``,
-then raised naming the file. WAL needs a local filesystem (not NFS).
+A reply is stored under :func:`cache_key`, the hash of exactly what decides it (model, pinned version,
+messages, sampling parameters), never the base URL or the API key. Writes are first-writer-wins, which is
+safe because at temperature 0 every writer holds the same answer. :class:`ResponseCache` has the storage
+and concurrency details; WAL needs a local filesystem (not NFS).
 """
 
 from __future__ import annotations
@@ -37,7 +26,14 @@ T = TypeVar("T")
 def cache_key(
     model: str, model_version: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
 ) -> str:
-    """Hex sha256 of the canonical JSON of the request (see the module docstring)."""
+    """Hex sha256 of the canonical JSON of the request.
+
+    The JSON is canonical (sorted keys, no whitespace, UTF-8) and holds
+    ``{"v", "model", "model_version", "messages", "params"}`` — the model id, its pinned version, the exact
+    messages and the sampling parameters. Not the base URL (the same model served from DeepSeek's API or a
+    local vLLM answers the same question the same way, at temperature 0) and never the API key, which the
+    cache never sees. ``v`` is the key-schema version, bumped if the payload layout changes.
+    """
     payload = {
         "v": KEY_SCHEMA_VERSION,
         "model": model,
@@ -50,7 +46,18 @@ def cache_key(
 
 
 class ResponseCache:
-    """``get(key) -> str | None`` and ``put(key, value)`` over one sqlite file (created with its folder)."""
+    """``get(key) -> str | None`` and ``put(key, value)`` over one sqlite file (created with its folder).
+
+    Value. Whatever text the caller stores (the client stores a small JSON of the reply and its token counts).
+    The table is ``responses(key TEXT PRIMARY KEY, value TEXT)``.
+
+    Concurrency. Every process and every thread opens its own connection (connections are never shared across
+    a fork or between threads: the connection is looked up per ``(pid, thread)``). Writes are ``INSERT OR
+    IGNORE`` (first writer wins; at temperature 0 all writers hold the same answer), reads see committed rows.
+    sqlite's ``busy_timeout`` waits for locks; an ``OperationalError`` saying the database is locked or busy
+    (which sqlite can raise without waiting, e.g. while switching to WAL) is retried with backoff for up to
+    ``busy_timeout_s``, then raised naming the file. WAL needs a local filesystem (not NFS).
+    """
 
     def __init__(self, path: str | Path, busy_timeout_s: float = 30.0) -> None:
         if busy_timeout_s <= 0:

@@ -1,42 +1,15 @@
 """One client for any OpenAI-compatible chat-completions endpoint (DeepSeek's API, a local vLLM server).
 
-Choices, documented once:
+The one idea: **failures are values.** A question (a :meth:`LLMClient.complete` or
+:meth:`LLMClient.complete_json` call with all its transport retries, backoff sleeps and format re-asks)
+waits at most ``question_timeout_s`` and ends in a reply or a :class:`Failure`, never an exception; callers
+treat a failure as its own outcome, never as an answer (:mod:`memprm.env.exam`). Only a wrong or
+unauthorized key (401, 403) stops the run at once (:class:`LLMAuthError`). Raw replies are cached
+(:mod:`memprm.llm.cache`), so a replay reproduces a run with zero HTTP requests. The key lives only in the
+openai client, never in the cache or the logs; build one client per process.
 
-- **Transport.** ``openai.OpenAI(base_url, api_key, timeout, max_retries=0)`` with our own retry loop, so every
-  attempt is counted and logged. Retried: 429 (rate limit), 408 and 409 (the openai package retries these too),
-  every 5xx, timeouts, connection errors, and 200 bodies that are not a chat completion (bad JSON, no
-  ``choices``). Backoff is exponential with jitter, ``d = min(backoff_max_s, backoff_base_s·2^k)`` slept as
-  ``d·U(0.5, 1)``; a ``Retry-After`` / ``Retry-After-Ms`` header replaces it (capped by ``backoff_max_s``, no
-  jitter). 401 and 403 (the key is wrong or lacks access) stop the run at once: :class:`LLMAuthError`, whose
-  one-line message names the endpoint and the key's variable. Any other 4xx (400 for a context that is too
-  long, 404 for an unknown model, 422, ...) fails that one question: a :class:`Failure` of kind ``request``,
-  not retried (a wrong setting fails every question, and the failure-share stop of
-  :mod:`memprm.llm.failures` ends the run naming it).
-- **Bounded waiting.** One question (a :meth:`LLMClient.complete` / :meth:`LLMClient.complete_json` call, its
-  transport retries, backoff sleeps and format re-asks together) waits at most ``question_timeout_s``
-  (default 60 s): an attempt's timeout is cut to the time left, a backoff sleep that would end past the
-  deadline is not slept, and no attempt starts with under 0.1 s left. With the defaults a dead endpoint costs
-  at most 60 s per question (two 30 s attempts, or four fast 5xx answers with ~3.5 s of backoff).
-- **Failures are values.** When transport retries run out (or the question's time does), a 4xx fails the
-  request, or a reply is still not the expected format after ``format_retries`` re-asks, the question gets a
-  :class:`Failure` (counted in ``failures`` and by kind) — never an exception. Callers treat it as its own
-  outcome, never as an answer (:mod:`memprm.env.exam`: no credit of any kind comes from a failed call).
-- **Format re-asks.** :meth:`LLMClient.complete_json` parses the reply as one JSON object (a ```json fence, or
-  prose around the outermost ``{...}``, is tolerated) and passes it to ``validate``, which reports a bad shape
-  by raising ``ValueError`` (``KeyError`` and ``TypeError`` — a missing field, a wrong type — are treated the
-  same). A bad reply is re-asked as a new conversation: the original messages, the bad reply as the
-  assistant's turn, and a user turn naming the error. At temperature 0 re-sending the same messages would
-  return the same reply.
-- **Cache.** Raw replies are cached, keyed by model, model version, messages and sampling parameters
-  (:func:`memprm.llm.cache.cache_key`); validation is re-run on every read. So a malformed reply is cached
-  as *raw text*, never as a valid answer, and a replay reproduces the run exactly — the same re-asks, the same
-  :class:`Failure` — with zero HTTP requests. Transport failures and error bodies are never cached. Cached
-  completions keep the token counts of the original request; stats count tokens only for HTTP answers.
-- **Concurrency.** A semaphore of ``max_concurrency`` bounds this client's requests in flight, whichever
-  threads call it; :meth:`LLMClient.complete_many` fans a batch out over that many threads, in order.
-- **The key** is read from ``os.environ[api_key_env]`` when the client is built and lives only in the openai
-  client: it is not in the cache key or file, and the client's log lines and error messages are scrubbed of it.
-  Build one client per process (it holds an HTTP connection pool that must not cross a fork).
+The choices (what is retried and how, bounded waiting, format re-asks, cache, concurrency, the key) are
+recorded in ``docs/design/llm_client.md``.
 """
 
 from __future__ import annotations

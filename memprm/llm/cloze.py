@@ -1,7 +1,7 @@
 """Cloze questions from fact sentences: span choice and phrasing for the offline probe generator.
 
-The rules (tiers, wh-words, clause cut) are documented once, in :mod:`memprm.llm.probes`. All of it
-works on character offsets of the original text, so the question keeps the fact's own punctuation.
+The rules (tiers, wh-words, clause cut) are documented once, on :class:`memprm.llm.probes.FactProbeGenerator`.
+All of it works on character offsets of the original text, so the question keeps the fact's own punctuation.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ class LLMConfig:
     #: cap on one backoff sleep, ``Retry-After`` included.
     backoff_max_s: float = 10.0
     #: most seconds one question may take in total: every attempt, backoff sleep and format re-ask (see
-    #: "Bounded waiting" in the module docstring).
+    #: "Bounded waiting" in ``docs/design/llm_client.md``).
     question_timeout_s: float = 60.0
     #: most requests of one client in flight at once.
     max_concurrency: int = 8

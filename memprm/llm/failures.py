@@ -4,15 +4,11 @@ A failed reader or judge call is never an answer (:mod:`memprm.env.exam`); this 
 there are:
 
 - :class:`OutcomeLedger` (process-wide :data:`LEDGER`): what the exams, probe gates and audits did with
-  failures and citations, by kind — quiz answers / verdicts that failed, probes dropped because a gate's
-  answer failed, deletion re-answers that failed, replies without ``cited``, answers over the citation cap,
-  forged (unretrieved) citations;
+  failures and citations, by kind;
 - :func:`failure_share`: failed questions / questions asked of every LLM role between two snapshots of the
   role counters (:mod:`memprm.llm.stats`);
-- :class:`FailureGuard`: checks the share since its last check (a GRPO batch, a teacher dialogue, an evaluated
-  dialogue) and raises :class:`LLMFailureRateError` when it exceeds ``llm.max_failure_share`` (default 0.2),
-  with a one-line message naming the endpoint and the last error. The limit is process-wide
-  (:func:`set_max_failure_share`, called where the roles are built from config);
+- :class:`FailureGuard`: stops the run with :class:`LLMFailureRateError` when the share since its last check
+  exceeds ``llm.max_failure_share`` (default 0.2);
 - :func:`stage_counters`: writes the LLM counters and the ledger a stage added to ``<run>/llm_counters.json``
   (one key per stage), also when the stage stops on an error.
 """
@@ -47,7 +43,12 @@ class LLMFailureRateError(LLMStop):
 
 
 class OutcomeLedger:
-    """Thread-safe, only-increasing counters of :data:`OUTCOMES`."""
+    """Thread-safe, only-increasing counters of :data:`OUTCOMES`.
+
+    What the exams, probe gates and audits did with failures and citations, by kind: quiz answers / verdicts
+    that failed, probes dropped because a gate's answer failed, deletion re-answers that failed, replies
+    without ``cited``, answers over the citation cap, forged (unretrieved) citations.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -132,7 +133,13 @@ def last_error() -> str:
 
 class FailureGuard:
     """Raises :class:`LLMFailureRateError` when the share of failed LLM questions since the previous
-    :meth:`check` exceeds the limit (``max_share``, else the process-wide one)."""
+    :meth:`check` exceeds the limit (``max_share``, else the process-wide one).
+
+    A check covers what happened since the last one (a GRPO batch, a teacher dialogue, an evaluated
+    dialogue). The error's one-line message names the endpoint and the last error. The process-wide limit is
+    ``llm.max_failure_share`` (default 0.2), set by :func:`set_max_failure_share` where the roles are built
+    from config.
+    """
 
     def __init__(self, max_share: float | None = None) -> None:
         if max_share is not None:

@@ -1,33 +1,10 @@
 """Judges: (question, generated answer) -> :class:`Verdict`.
 
-``F1Judge`` (offline) re-implements LoCoMo's official scorer (``task_eval/evaluation.py``), choosing the rule
-by :func:`scoring_rule`:
-
-- ``multi`` (LoCoMo category 1, or the category name ``multi-hop``): the gold answer is split on ``,`` into
-  sub-answers and so is the prediction; score = mean over gold parts of the best F1 against any prediction
-  part.
-- ``open`` (category 3, ``open-domain``): only the gold text before the first ``;`` counts, then plain F1.
-- ``abstain`` (category 5, ``adversarial``, ``unanswerable``, or ``Question.unanswerable``): score 1 iff the
-  lower-cased prediction contains one of :data:`UNANSWERABLE_PHRASES`, else 0. Upstream accepts only
-  "no information available" and "not mentioned" (both covered); the list is wider so that other ways of
-  saying "not in the conversation" count too (the reader's own is :data:`~memprm.llm.roles.ABSTAIN_ANSWER`).
-- ``plain`` (everything else: categories 2 and 4, the synthetic ``single-hop``/``temporal``/
-  ``knowledge-update``, LongMemEval's question types, probes): token F1.
-- dates (only ``category_id == 0``, i.e. the synthetic source and LongMemEval, with
-  ``JudgeConfig.dates_as_dates``; not for abstain): when the whole gold answer is a calendar day (see
-  :func:`gold_day`), the score is 1 iff the prediction mentions at least one day and every day it mentions
-  is the gold's (for "the week before <day>" it must also say "week before"), else 0. LoCoMo questions
-  always keep the official token-F1 rules above.
-
-Token F1 is computed over multisets of :func:`~memprm.llm.text.answer_tokens` (LoCoMo normalization + Porter
-stems); no overlap scores 0, also when both sides are empty (as upstream). The category comes from
-``Question.category_id`` when it is > 0, else from the category name; an unknown name is an error, never a
-silent default. ``correct = score >= threshold``.
-
-``LLMJudge`` asks an OpenAI-compatible model for ``{"label": "CORRECT" | "WRONG"}`` with one of the templates
-``memprm/prompts/judge_*.txt``, chosen by :func:`template_name`; a blank answer is wrong without a call, and a
-:class:`~memprm.llm.endpoint.Failure` after the client's re-asks is ``Verdict(False, 0.0, failed=True)``: a
-failed verdict, which the exam does not score (never a "wrong").
+:class:`F1Judge` (offline) re-implements LoCoMo's official scorer (``task_eval/evaluation.py``): token F1 with
+a rule per category (:func:`scoring_rule`; the rules are on :func:`f1_score`), plus calendar-day scoring of
+date answers outside LoCoMo. :class:`LLMJudge` asks an OpenAI-compatible model for
+``{"label": "CORRECT" | "WRONG"}``; a call that failed is a *failed* verdict, which the exam does not score
+(never a "wrong").
 """
 
 from __future__ import annotations
@@ -52,7 +29,7 @@ class JudgeConfig:
     #: F1 judge only: an answer is correct when its score is >= this, in (0, 1].
     threshold: float = 0.5
     #: F1 judge only: score date answers of sources without LoCoMo's category numbers (``category_id == 0``)
-    #: by calendar day instead of token F1 (see the module docstring); LoCoMo questions are unaffected.
+    #: by calendar day instead of token F1 (see :func:`f1_score`); LoCoMo questions are unaffected.
     dates_as_dates: bool = True
 
     def __post_init__(self) -> None:
@@ -91,15 +68,24 @@ _RULE_BY_NAME = {
     "unanswerable": "abstain",
     **dict.fromkeys(("single-hop", "temporal", "knowledge-update", "previous-value", "probe"), "plain"),
     **dict.fromkeys(
-        ("single-session-user", "single-session-assistant", "single-session-preference", "multi-session",
-         "temporal-reasoning"),
+        (
+            "single-session-user",
+            "single-session-assistant",
+            "single-session-preference",
+            "multi-session",
+            "temporal-reasoning",
+        ),
         "plain",
     ),
-}  # fmt: skip
+}
 
 
 def scoring_rule(question: Question) -> str:
-    """``multi`` | ``open`` | ``abstain`` | ``plain`` for ``question`` (see the module docstring)."""
+    """``multi`` | ``open`` | ``abstain`` | ``plain`` for ``question`` (the rules: :func:`f1_score`).
+
+    The category comes from ``Question.category_id`` when it is > 0, else from the category name; an unknown
+    name is an error, never a silent default.
+    """
     if question.unanswerable:
         return "abstain"
     if question.category_id > 0:
@@ -191,7 +177,30 @@ def date_score(prediction: str, day: Day, week: bool) -> float:
 
 def f1_score(question: Question, prediction: str, *, dates_as_dates: bool = False) -> float:
     """LoCoMo's score of ``prediction`` for ``question``, in [0, 1]; with ``dates_as_dates``, questions with
-    ``category_id == 0`` and a date as gold are scored by :func:`date_score` instead."""
+    ``category_id == 0`` and a date as gold are scored by :func:`date_score` instead.
+
+    The rule is chosen by :func:`scoring_rule`, as LoCoMo's official scorer (``task_eval/evaluation.py``):
+
+    - ``multi`` (LoCoMo category 1, or the category name ``multi-hop``): the gold answer is split on ``,``
+      into sub-answers and so is the prediction; score = mean over gold parts of the best F1 against any
+      prediction part.
+    - ``open`` (category 3, ``open-domain``): only the gold text before the first ``;`` counts, then plain F1.
+    - ``abstain`` (category 5, ``adversarial``, ``unanswerable``, or ``Question.unanswerable``): score 1 iff
+      the lower-cased prediction contains one of :data:`UNANSWERABLE_PHRASES`, else 0. Upstream accepts only
+      "no information available" and "not mentioned" (both covered); the list is wider so that other ways of
+      saying "not in the conversation" count too (the reader's own is
+      :data:`~memprm.llm.roles.ABSTAIN_ANSWER`).
+    - ``plain`` (everything else: categories 2 and 4, the synthetic ``single-hop``/``temporal``/
+      ``knowledge-update``, LongMemEval's question types, probes): token F1.
+    - dates (only ``category_id == 0``, i.e. the synthetic source and LongMemEval, with
+      ``JudgeConfig.dates_as_dates``; not for abstain): when the whole gold answer is a calendar day (see
+      :func:`gold_day`), the score is 1 iff the prediction mentions at least one day and every day it mentions
+      is the gold's (for "the week before <day>" it must also say "week before"), else 0. LoCoMo questions
+      always keep the official token-F1 rules above.
+
+    Token F1 is computed over multisets of :func:`~memprm.llm.text.answer_tokens` (LoCoMo normalization +
+    Porter stems); no overlap scores 0, also when both sides are empty (as upstream).
+    """
     rule = scoring_rule(question)
     if rule == "abstain":
         return 1.0 if says_unanswerable(prediction) else 0.0
@@ -207,7 +216,7 @@ def f1_score(question: Question, prediction: str, *, dates_as_dates: bool = Fals
 
 class F1Judge:
     """Offline judge: LoCoMo's token F1 per category (dates as days, see :func:`f1_score`); correct when the
-    score reaches ``threshold``."""
+    score reaches ``threshold`` (``correct = score >= threshold``)."""
 
     def __init__(self, threshold: float = 0.5, dates_as_dates: bool = True):
         _check_threshold(threshold)
@@ -273,7 +282,13 @@ def validate_label(obj: dict[str, Any]) -> bool:
 
 
 class LLMJudge:
-    """Judge over an OpenAI-compatible endpoint (any object with ``complete_json(messages, validate)``)."""
+    """Judge over an OpenAI-compatible endpoint (any object with ``complete_json(messages, validate)``).
+
+    It asks for ``{"label": "CORRECT" | "WRONG"}`` with one of the templates ``memprm/prompts/judge_*.txt``,
+    chosen by :func:`template_name`; a blank answer is wrong without a call, and a
+    :class:`~memprm.llm.endpoint.Failure` after the client's re-asks is ``Verdict(False, 0.0, failed=True)``:
+    a failed verdict, which the exam does not score (never a "wrong").
+    """
 
     def __init__(self, client: Any, templates: dict[str, str] | None = None):
         self.client = client

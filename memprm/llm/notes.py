@@ -5,38 +5,9 @@ organization on top of it (paper §2, §4.8). A note is what a managed entry sho
 the turn: one fact, the speaker named, the date absolute. Every writer returns ``Note(layer, key, text)``
 tuples in the order the turn states them; ``layer`` says which gate (event / profile) the note is for.
 
-``RuleNoteWriter`` (offline, deterministic) is a real rule set, step by step:
-
-1. *Sentences and clauses.* The turn is split into sentences (``.``, ``!``, ``?``) and each sentence into
-   clauses at ``,``, ``;`` and ``:``. Questions are dropped whole.
-2. *Small talk and fillers dropped.* A clause is kept only when it has a first-person word (I, my, me,
-   we, our …) and a content word outside a lexicon of discourse markers, sentiment and chit-chat words
-   ("guess", "tell", "fun", "buzzing", "honestly" …). Statements whose subject is somebody else (my sister,
-   my cousin, our neighbours …) describe a third party, not a speaker, and are dropped too.
-3. *Profile facts, current-state form.* A kept clause that matches one of the attribute patterns below
-   (first-person constructions such as "I work as a(n) X", "I moved to X", "my dog called X", "X is my
-   favourite food") becomes ``"<Speaker>'s <attribute>: <X> (as of <session date>)"`` in the profile layer,
-   key ``<Speaker>/<attribute>``. When a clause names an old and a new value ("I quit being a nurse, and now I work
-   as a teacher"), the last match in the turn wins: a change is stated old-then-new.
-4. *Events, dated.* Otherwise a kept clause with a past-tense fact verb or a relative time expression
-   becomes an event note: the first relative expression ("yesterday", "last Friday", "two days ago", …;
-   :mod:`memprm.llm.relative_time`) is cut out and resolved against the session date, first person is
-   resolved to the speaker's name ("I" → "Ana", "my" → "Ana's", "I'm" → "Ana is"), and the date leads:
-   ``"On 7 May 2023, Ana ran a half marathon and finished in two hours."`` (``"In the week before …"`` for
-   "last week"). Events have no key (two different events are no copies of each other). Consecutive kept
-   event clauses of one sentence stay one note.
-
-A turn with no kept clause yields no note (``()``): the manager's only sensible action there is Noop. The
-rules are written for conversational English and are a baseline: they miss facts phrased in ways they do
-not know, and they never invent one.
-
-``OracleNoteWriter`` (analysis only, never a default) writes the data's own fact annotations
-(:class:`~memprm.data.records.Fact`: the synthetic generator's facts, LoCoMo's ``observation`` lists) as
-notes; a fact with an attribute ``key`` and ``value`` becomes a current-state profile note.
-
-``LLMNoteWriter`` asks an OpenAI-compatible model (prompt ``memprm/prompts/note_writer.txt``) for
-``{"notes": [{"layer": "event"|"profile", "key": str, "text": str}, ...]}``; a failed call yields no notes and
-is counted in ``failed``.
+Writers: :class:`RuleNoteWriter` (offline, deterministic; its rules are on the class),
+:class:`OracleNoteWriter` (the data's fact annotations; analysis only, never a default) and
+:class:`LLMNoteWriter` (an OpenAI-compatible model).
 """
 
 from __future__ import annotations
@@ -129,8 +100,10 @@ _FACT_VERBS = frozenset(
 )
 _LEADING = _NOT_CONTENT | {"now", "new"}  # words a captured value never starts with
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
-_END = (r"(?=\s*(?:[,.!?;:]|\s(?:and|but|at|with|every|for|in|on|since|so|which|who|as|now|instead|lessons|"
-        r"club|match|is getting)\b|$))")
+_END = (
+    r"(?=\s*(?:[,.!?;:]|\s(?:and|but|at|with|every|for|in|on|since|so|which|who|as|now|instead|lessons|"
+    r"club|match|is getting)\b|$))"
+)
 _VALUE = rf"(?P<v>[A-Za-z0-9][\w'’\-]*(?:\s+[A-Za-z0-9][\w'’\-]*){{0,3}}?){_END}"
 _ART = r"(?:an?\s+|the\s+)?"
 
@@ -139,23 +112,37 @@ PROFILE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (key, re.compile(rx, re.I))
     for key, rx in (
         ("job", rf"\b(?:i work as|working as|job as|now i'm|shift as|being)\s+an?\s+{_VALUE}"),
-        ("city", rf"\b(?:i live in|living in|moved (?:from \w+ )?to|settled in|new place in|here in|being in)\s+{_VALUE}"),
+        (
+            "city",
+            rf"\b(?:i live in|living in|moved (?:from \w+ )?to|settled in|new place in|here in|being in)\s+{_VALUE}",
+        ),
         ("dog", rf"\b(?:(?:my|a|new) dog (?:called|named|is called)|my dog)\s+{_VALUE}"),
         ("food", rf"\b(?:favou?rite food is|nothing beats|favou?rite food, it would be)\s+{_VALUE}"),
         ("food", r"\b(?P<v>(?:[A-Za-z][\w'’\-]*\s+)?[A-Za-z][\w'’\-]*)\s+is my (?:new )?favou?rite food"),
         ("partner", rf"\b(?:partner is called|dating someone called|my partner,?|dating)\s+{_VALUE}"),
-        ("car", rf"\b(?:i drive|my car is|bought|car alert: i got|i got)\s+{_ART}{_VALUE}(?=\s+as my car|\s*[.!]?\s*$|,? it's)"),
+        (
+            "car",
+            rf"\b(?:i drive|my car is|bought|car alert: i got|i got)\s+{_ART}{_VALUE}(?=\s+as my car|\s*[.!]?\s*$|,? it's)",
+        ),
         ("car", rf"\b(?:i drive|my car is|bought)\s+{_ART}{_VALUE}"),
-        ("instrument", rf"\b(?:playing the|play the|instrument is the|learning the|practi[sc]ed the|it's the)\s+{_VALUE}"),
+        (
+            "instrument",
+            rf"\b(?:playing the|play the|instrument is the|learning the|practi[sc]ed the|it's the)\s+{_VALUE}",
+        ),
         ("drink", rf"\b(?:go-to drink is|drink from \w+(?: \w+)? to|without my|sipping)\s+{_ART}{_VALUE}"),
         ("book", rf"\b(?:i'm reading|reading right now is|my way through)\s+{_VALUE}"),
         ("language", rf"\b(?:i'm learning|started learning|signed up for|project this year is)\s+{_VALUE}"),
         ("language", r"\bmy (?P<v>[A-Z][a-z]+) is getting better"),
         ("sport", rf"\b(?:i play|playing|joined an?|my sport is|had a great)\s+{_VALUE}"),
     )
-)  # fmt: skip
+)
 #: how a profile note names its attribute (default: the key itself).
-ATTRIBUTE_NAMES = {"city": "home city", "food": "favourite food", "drink": "go-to drink", "book": "current book"}
+ATTRIBUTE_NAMES = {
+    "city": "home city",
+    "food": "favourite food",
+    "drink": "go-to drink",
+    "book": "current book",
+}
 
 
 #: fact verbs too common to mark an event without a relative time expression ("I had no idea").
@@ -179,13 +166,25 @@ def _profile_value(text: str) -> tuple[str, str] | None:
 
 
 _PRONOUNS = (
-    (r"\bi'm\b", "{n} is"), (r"\bi've\b", "{n} has"), (r"\bi'd\b", "{n} would"), (r"\bi'll\b", "{n} will"),
-    (r"\bi am\b", "{n} is"), (r"\bmyself\b", "{n}"), (r"\bmine\b", "{n}'s"), (r"\bmy\b", "{n}'s"),
-    (r"\bme\b", "{n}"), (r"\bwe're\b", "{n} and others are"), (r"\bour\b", "{n}'s"), (r"\bwe\b", "{n} and others"),
-    (r"\bus\b", "{n} and others"), (r"\bi\b", "{n}"),
-)  # fmt: skip
+    (r"\bi'm\b", "{n} is"),
+    (r"\bi've\b", "{n} has"),
+    (r"\bi'd\b", "{n} would"),
+    (r"\bi'll\b", "{n} will"),
+    (r"\bi am\b", "{n} is"),
+    (r"\bmyself\b", "{n}"),
+    (r"\bmine\b", "{n}'s"),
+    (r"\bmy\b", "{n}'s"),
+    (r"\bme\b", "{n}"),
+    (r"\bwe're\b", "{n} and others are"),
+    (r"\bour\b", "{n}'s"),
+    (r"\bwe\b", "{n} and others"),
+    (r"\bus\b", "{n} and others"),
+    (r"\bi\b", "{n}"),
+)
 _PRONOUN_RX = tuple((re.compile(p, re.I), r) for p, r in _PRONOUNS)
-_LEAD = re.compile(r"^(?:(?:so|and|but|oh|well|okay|ok|also|then|anyway|guess what|big news from my side)\b[\s,!]*)+", re.I)
+_LEAD = re.compile(
+    r"^(?:(?:so|and|but|oh|well|okay|ok|also|then|anyway|guess what|big news from my side)\b[\s,!]*)+", re.I
+)
 
 
 def resolve_first_person(text: str, speaker: str) -> str:
@@ -216,7 +215,32 @@ def _keep(clause: str) -> bool:
 
 
 class RuleNoteWriter:
-    """The offline note writer (the module docstring lists its rules)."""
+    """The offline note writer: a real, deterministic rule set, step by step.
+
+    1. *Sentences and clauses.* The turn is split into sentences (``.``, ``!``, ``?``) and each sentence into
+       clauses at ``,``, ``;`` and ``:``. Questions are dropped whole.
+    2. *Small talk and fillers dropped.* A clause is kept only when it has a first-person word (I, my, me,
+       we, our …) and a content word outside a lexicon of discourse markers, sentiment and chit-chat words
+       ("guess", "tell", "fun", "buzzing", "honestly" …). Statements whose subject is somebody else (my
+       sister, my cousin, our neighbours …) describe a third party, not a speaker, and are dropped too.
+    3. *Profile facts, current-state form.* A kept clause that matches one of the attribute patterns of
+       :data:`PROFILE_PATTERNS` (first-person constructions such as "I work as a(n) X", "I moved to X", "my
+       dog called X", "X is my favourite food") becomes ``"<Speaker>'s <attribute>: <X> (as of <session
+       date>)"`` in the profile layer, key ``<Speaker>/<attribute>``. When a clause names an old and a new
+       value ("I quit being a nurse, and now I work as a teacher"), the last match in the turn wins: a change
+       is stated old-then-new.
+    4. *Events, dated.* Otherwise a kept clause with a past-tense fact verb or a relative time expression
+       becomes an event note: the first relative expression ("yesterday", "last Friday", "two days ago", …;
+       :mod:`memprm.llm.relative_time`) is cut out and resolved against the session date, first person is
+       resolved to the speaker's name ("I" → "Ana", "my" → "Ana's", "I'm" → "Ana is"), and the date leads:
+       ``"On 7 May 2023, Ana ran a half marathon and finished in two hours."`` (``"In the week before …"`` for
+       "last week"). Events have no key (two different events are no copies of each other). Consecutive kept
+       event clauses of one sentence stay one note.
+
+    A turn with no kept clause yields no note (``()``): the manager's only sensible action there is Noop. The
+    rules are written for conversational English and are a baseline: they miss facts phrased in ways they do
+    not know, and they never invent one.
+    """
 
     def notes(self, turn: Turn, said_on: datetime | None) -> tuple[Note, ...]:
         speaker = turn.speaker
@@ -267,7 +291,12 @@ def profile_note(speaker: str, attribute: str, value: str, said_on: datetime | N
 
 
 class OracleNoteWriter:
-    """The data's fact annotations as notes (analysis only; the module docstring)."""
+    """The data's fact annotations as notes (analysis only, never a default).
+
+    It writes the data's own fact annotations (:class:`~memprm.data.records.Fact`: the synthetic generator's
+    facts, LoCoMo's ``observation`` lists) as notes; a fact with an attribute ``key`` and ``value`` becomes a
+    current-state profile note.
+    """
 
     def notes(self, turn: Turn, said_on: datetime | None) -> tuple[Note, ...]:
         out = []
@@ -280,11 +309,18 @@ class OracleNoteWriter:
 
 
 class LLMNoteWriter:
-    """Notes from an OpenAI-compatible model (``complete_json``); failures yield no notes, counted."""
+    """Notes from an OpenAI-compatible model (``complete_json``); failures yield no notes, counted.
+
+    The prompt is ``memprm/prompts/note_writer.txt``; the reply is
+    ``{"notes": [{"layer": "event"|"profile", "key": str, "text": str}, ...]}``. A failed call yields no notes
+    and is counted in ``failed``.
+    """
 
     def __init__(self, client: Any):
         self.client = client
-        self.template = resources.files("memprm.prompts").joinpath("note_writer.txt").read_text(encoding="utf-8")
+        self.template = (
+            resources.files("memprm.prompts").joinpath("note_writer.txt").read_text(encoding="utf-8")
+        )
         self.failed = 0
 
     def notes(self, turn: Turn, said_on: datetime | None) -> tuple[Note, ...]:

@@ -1,33 +1,13 @@
 """Probe generators: source-anchored questions for the turns of a session window.
 
 Every probe is ``Question(id=f"{dialogue.id}/probe/{turn.id}/{k}", text, answer, category="probe",
-evidence=(turn.id,), date=None)``. The exam's three gates (right with memory, wrong closed-book, wrong
-without the anchor's entries) are run elsewhere, with the reader.
+evidence=(turn.id,), date=None)``: a question answerable from its one anchor turn. The exam's three gates
+(right with memory, wrong closed-book, wrong without the anchor's entries) are run elsewhere, with the
+reader (:mod:`memprm.env.probe_gates`).
 
-``FactProbeGenerator`` (offline, deterministic) turns the data's fact annotations (``Turn.facts``) into cloze
-questions; ``k`` is the fact's index in ``turn.facts``. For each fact, up to ``max_per_turn`` probes per turn,
-it picks one span to ask about: tier by tier, each tier's candidates from the last back, the first that
-leaves a question of at least two words besides the wh-word:
-
-1. a proper-noun run: consecutive capitalized words (joined by ``of``, followed by a number: ``Model 3``)
-   that are not at a sentence start, not a speaker's name, not a month or weekday and not ``I``; a run that
-   touches a sentence start is no candidate (``New York`` at the start could be cut to ``York``);
-2. a date-like span (:func:`memprm.llm.cloze.date_spans`: dates, years, weekdays, "last week", "three years
-   ago", clock times), else a number (digits or a number word);
-3. a run of content words (no stop words, no names, no fact-less adverbs such as "recently"), cut to
-   its last two words; a run right after a name loses its first word, the verb ("Lucas plays basketball
-   regularly." -> "Lucas plays what regularly?", answer "basketball").
-
-The span becomes ``when`` (dates), ``who`` (a proper noun after a person cue such as "with", "dating",
-"by", "sister"), ``whose`` (a possessive proper noun), ``how many`` (a number before a noun), ``how much``
-(money), else ``what``; an article before it is dropped. The question is the span's sentence up to the end
-of the span's clause, e.g. "Ana adopted a dog named Biscuit." -> "Ana adopted a dog named what?" (answer
-"Biscuit"). A date question moves ``when`` to the end: "On 7 May 2023, Ana ran a race." -> "Ana ran a race
-when?"; "Ana ran a race last week." -> "Ana ran a race when?". A fact with no usable span is skipped and
-counted in :class:`ProbeStats`.
-
-``LLMProbeGenerator`` asks a model, turn by turn (turns with at least ``min_words`` words), for one question
-answerable only from that turn: ``{"question": ..., "answer": ...}`` or ``{"skip": true}``; ``k`` is 0.
+:class:`FactProbeGenerator` (offline, deterministic) turns the data's fact annotations (``Turn.facts``) into
+cloze questions; :class:`LLMProbeGenerator` asks a model for one question per turn. Skips are counted by
+reason in :class:`ProbeStats`, never silently dropped.
 """
 
 from __future__ import annotations
@@ -77,7 +57,29 @@ def speaker_names(dialogue: Dialogue, turns: Sequence[Turn]) -> frozenset[str]:
 
 
 class FactProbeGenerator:
-    """Offline cloze probes from ``Turn.facts`` (see the module docstring)."""
+    """Offline cloze probes from ``Turn.facts``; ``k`` is the fact's index in ``turn.facts``.
+
+    For each fact, up to ``max_per_turn`` probes per turn, it picks one span to ask about: tier by tier, each
+    tier's candidates from the last back, the first that leaves a question of at least two words besides the
+    wh-word:
+
+    1. a proper-noun run: consecutive capitalized words (joined by ``of``, followed by a number: ``Model 3``)
+       that are not at a sentence start, not a speaker's name, not a month or weekday and not ``I``; a run
+       that touches a sentence start is no candidate (``New York`` at the start could be cut to ``York``);
+    2. a date-like span (:func:`memprm.llm.cloze.date_spans`: dates, years, weekdays, "last week", "three
+       years ago", clock times), else a number (digits or a number word);
+    3. a run of content words (no stop words, no names, no fact-less adverbs such as "recently"), cut to
+       its last two words; a run right after a name loses its first word, the verb ("Lucas plays basketball
+       regularly." -> "Lucas plays what regularly?", answer "basketball").
+
+    The span becomes ``when`` (dates), ``who`` (a proper noun after a person cue such as "with", "dating",
+    "by", "sister"), ``whose`` (a possessive proper noun), ``how many`` (a number before a noun), ``how
+    much`` (money), else ``what``; an article before it is dropped. The question is the span's sentence up to
+    the end of the span's clause, e.g. "Ana adopted a dog named Biscuit." -> "Ana adopted a dog named what?"
+    (answer "Biscuit"). A date question moves ``when`` to the end: "On 7 May 2023, Ana ran a race." -> "Ana
+    ran a race when?"; "Ana ran a race last week." -> "Ana ran a race when?". A fact with no usable span is
+    skipped and counted in :class:`ProbeStats`.
+    """
 
     def __init__(self, max_per_turn: int = 1):
         if max_per_turn < 1:
@@ -140,6 +142,9 @@ def make_validator(max_answer_words: int):
 
 class LLMProbeGenerator:
     """One probe per content-bearing turn from an OpenAI-compatible model; prompt in ``prompts/probe.txt``.
+
+    It asks turn by turn (turns with at least ``min_words`` words) for one question answerable only from that
+    turn: ``{"question": ..., "answer": ...}`` or ``{"skip": true}``; ``k`` is 0.
 
     ``client`` is any object with ``complete_json(messages, validate)`` (an
     :class:`~memprm.llm.client.LLMClient`); its ``complete_json_many`` is used when it has one.

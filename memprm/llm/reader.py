@@ -1,44 +1,11 @@
 """Readers: question + retrieved entries → answer + the minimal set of entry ids used.
 
-``ExtractiveReader`` (offline) is a real, deterministic, chain-aware algorithm. It reads each retrieved entry
-as its whole version chain (oldest first):
-
-1. Every version of every retrieved entry is a candidate, scored by embedding cosine with the question; the
-   *best chain* is the entry of the best-scoring version.
-2. Each version's *support* is ``(1 - w)·cosine + w·overlap``, the overlap being the share of the question's
-   content words (not stop words, question words or names) that the version contains (``w`` =
-   ``overlap_weight``); if the best support is below ``abstain_threshold`` the reader abstains
-   (``ABSTAIN_ANSWER``, no citation).
-   ``w`` and the threshold are calibrated on the dev calibration half by
-   :func:`memprm.env.calibration.calibrate_abstention` where a run does so (``fit`` and
-   ``tools/policy_gap.py``), which reports the values it chose.
-3. The question's form picks the version to read:
-
-   - *current value* ("now", "current", "still", "these days", "latest", …): the newest version of the best
-     chain (a merged chain answers with its last value; a single turn is read as it is);
-   - *earlier value* ("before", "previously", "used to", "formerly", …): in the best chain, the version just
-     before the one where the value named in the question's "before …" part started (restatements of it are
-     walked back over), else the chain's second-to-last version; a one-version chain is read as it is;
-   - *two facts* ("… the person who / whose <clause> …"): the version that best matches the clause names the
-     bridge entity (a capitalized name it mentions that the question does not); the question is rewritten
-     with the name in place of the clause ("… of the person who ran a marathon?" → "… of Mei?") and the
-     answer is read from the newest version of the *other* entry, among those mentioning the name, whose
-     version best matches the rewritten question (both entries are cited);
-   - otherwise the best version.
-4. *When* questions ("when", "what date", "which day", …) answer a date: an absolute date written in the
-   version ("On 7 May 2023, …"), else the version's timestamp shifted by a relative expression in its text
-   (:mod:`memprm.llm.relative_time`).
-5. Other questions get a span of the version: dates and "(as of …)" stamps are removed (a date only answers
-   a when question), then the sentence sharing the most words with the question, then the best run of words
-   that are neither stop words nor question words, preferring capitalized words, numbers and runs that
-   follow a cue word ("named", "as", "in", …), near the words it shares with the question.
-
-It cites the entries its answer came from: at most two (one chain, or the two entries of a two-fact join).
-``LLMReader`` asks an OpenAI-compatible model for JSON ``{"answer": ..., "cited": [...]}``; its citations are
-machine-checked against the retrieved set (a reply without ``cited`` cites nothing and is flagged
-``missing_citations``), and a failed call is a ``failed`` answer. Both readers carry ``max_citations``
-(``reader.max_citations``): the audit credits at most that many citations of an answer
-(:mod:`memprm.env.audit`).
+:class:`ExtractiveReader` (offline) is a real, deterministic, chain-aware algorithm: it reads each retrieved
+entry as its whole version chain (oldest first), abstains when no version supports the question well enough,
+and lets the question's form (current value, earlier value, two facts, when) pick the version it reads; its
+steps are on the class. :class:`LLMReader` asks an OpenAI-compatible model for JSON
+``{"answer": ..., "cited": [...]}``. Both readers carry ``max_citations`` (``reader.max_citations``): the
+audit credits at most that many citations of an answer (:mod:`memprm.env.audit`).
 """
 
 from __future__ import annotations
@@ -154,6 +121,46 @@ def names_in(text: str) -> set[str]:
 
 
 class ExtractiveReader:
+    """The offline reader: a real, deterministic, chain-aware algorithm.
+
+    It reads each retrieved entry as its whole version chain (oldest first):
+
+    1. Every version of every retrieved entry is a candidate, scored by embedding cosine with the question;
+       the *best chain* is the entry of the best-scoring version.
+    2. Each version's *support* is ``(1 - w)·cosine + w·overlap``, the overlap being the share of the
+       question's content words (not stop words, question words or names) that the version contains (``w`` =
+       ``overlap_weight``); if the best support is below ``abstain_threshold`` the reader abstains
+       (``ABSTAIN_ANSWER``, no citation).
+       ``w`` and the threshold are calibrated on the dev calibration half by
+       :func:`memprm.env.calibration.calibrate_abstention` where a run does so (``fit`` and
+       ``tools/policy_gap.py``), which reports the values it chose.
+    3. The question's form picks the version to read:
+
+       - *current value* ("now", "current", "still", "these days", "latest", …): the newest version of the
+         best chain (a merged chain answers with its last value; a single turn is read as it is);
+       - *earlier value* ("before", "previously", "used to", "formerly", …): in the best chain, the version
+         just before the one where the value named in the question's "before …" part started (restatements
+         of it are walked back over), else the chain's second-to-last version; a one-version chain is read as
+         it is;
+       - *two facts* ("… the person who / whose <clause> …"): the version that best matches the clause names
+         the bridge entity (a capitalized name it mentions that the question does not); the question is
+         rewritten with the name in place of the clause ("… of the person who ran a marathon?" → "… of
+         Mei?") and the answer is read from the newest version of the *other* entry, among those mentioning
+         the name, whose version best matches the rewritten question (both entries are cited);
+       - otherwise the best version.
+    4. *When* questions ("when", "what date", "which day", …) answer a date: an absolute date written in the
+       version ("On 7 May 2023, …"), else the version's timestamp shifted by a relative expression in its
+       text (:mod:`memprm.llm.relative_time`).
+    5. Other questions get a span of the version (:func:`extract_span`): dates and "(as of …)" stamps are
+       removed (a date only answers a when question), then the sentence sharing the most words with the
+       question, then the best run of words that are neither stop words nor question words, preferring
+       capitalized words, numbers and runs that follow a cue word ("named", "as", "in", …), near the words
+       it shares with the question.
+
+    It cites the entries its answer came from: at most two (one chain, or the two entries of a two-fact
+    join), so the audit's citation cap (``max_citations``) never binds it.
+    """
+
     def __init__(self, embedder: Embedder, cfg: ReaderConfig | None = None):
         self.embedder = embedder
         self.cfg = cfg or ReaderConfig()
@@ -182,7 +189,10 @@ class ExtractiveReader:
         scores = vecs[1 : 1 + len(cands)] @ vecs[0]  # [C]
         best = int(np.argmax(scores))
         ov = overlaps(q, [v.content for _, _, v in cands])  # [C]
-        if float(np.max((1 - self.overlap_weight) * scores + self.overlap_weight * ov)) < self.abstain_threshold:
+        if (
+            float(np.max((1 - self.overlap_weight) * scores + self.overlap_weight * ov))
+            < self.abstain_threshold
+        ):
             return ReaderAnswer(ABSTAIN_ANSWER, (), context_tokens=context_tokens)
         entry, version = cands[best][0], cands[best][2]
         cited = [entry.id]
@@ -196,9 +206,10 @@ class ExtractiveReader:
             a = int(np.argmax(clause_scores))
             bridge_names = sorted(names_in(cands[a][2].content) - names_in(q))
             joined = [
-                i for i, (e, _, v) in enumerate(cands)
+                i
+                for i, (e, _, v) in enumerate(cands)
                 if e.id != cands[a][0].id and set(bridge_names) & names_in(v.content)
-            ]  # fmt: skip
+            ]
             if joined:
                 # the question with the clause replaced by the bridge name: "... of the person who X?" → "... of Mei?"
                 direct = q[: bridge.start()] + bridge_names[0] + q[bridge.end() :]
@@ -247,7 +258,7 @@ def earlier_version(versions, after: str):
 
 
 def extract_span(content: str, question: str) -> str:
-    """The short span of ``content`` that answers ``question`` (see the module docstring, step 5)."""
+    """The short span of ``content`` that answers ``question`` (see :class:`ExtractiveReader`, step 5)."""
     body = re.sub(r"^[A-Z][\w .'-]{0,40}:\s+", "", content.strip())  # drop a "Speaker: " prefix
     qkeys = {_key(w) for w in _words(question)}
     sentences = [s for s in re.split(r"(?<=[.!?])\s+", body) if _words(s)] or [body]
@@ -284,7 +295,12 @@ def extract_span(content: str, question: str) -> str:
 
 
 class LLMReader:
-    """Reader over an OpenAI-compatible endpoint; prompt in ``memprm/prompts/reader.txt``."""
+    """Reader over an OpenAI-compatible endpoint; prompt in ``memprm/prompts/reader.txt``.
+
+    It asks for JSON ``{"answer": ..., "cited": [...]}``; its citations are machine-checked against the
+    retrieved set (a reply without ``cited`` cites nothing and is flagged ``missing_citations``), and a failed
+    call is a ``failed`` answer.
+    """
 
     def __init__(self, client, max_citations: int = ReaderConfig.max_citations):
         self.client = client

@@ -1,27 +1,9 @@
 """Per-role counters of LLM traffic, thread-safe, for logging as ``llm/<role>/<counter>``.
 
-Counters (all integers, only ever increased):
-
-- ``questions`` — questions asked of the client: one per :meth:`LLMClient.complete` /
-  :meth:`LLMClient.complete_json` call, whatever its re-asks and retries (the denominator of the failure share);
-- ``calls`` — model requests asked of the client: one per :meth:`LLMClient.complete`, plus one per format
-  re-ask inside :meth:`LLMClient.complete_json` (each re-ask is a new conversation);
-- ``cache_hits`` — calls answered from the on-disk cache (no HTTP); always ``<= calls``;
-- ``http_requests`` — HTTP attempts sent, transport retries included;
-- ``retries`` — transport retries (429, 5xx, timeouts, connection errors, unparseable bodies);
-- ``reasks`` — format re-asks (a reply that was not the expected JSON, asked again);
-- ``tokens_in`` / ``tokens_out`` — prompt / completion tokens reported by the server for answers received over
-  HTTP (cache hits cost nothing and add nothing);
-- ``failures`` — questions that ended as a :class:`~memprm.llm.endpoint.Failure` (transport retries or format
-  re-asks exhausted, or a 4xx that fails the one request), each counted once, and by kind in
-  ``failures_transport`` / ``failures_format`` / ``failures_request`` (the three sum to ``failures``);
-- ``format_failures`` — replies that failed JSON parsing or validation (every bad reply, re-asked or final).
-
-Besides the counters, :attr:`RoleStats.last_error` keeps the most recent failure as ``"<endpoint>: <reason>"``
-(the message of a run stopped for too many failures names it).
-
-A process-wide registry (:func:`stats_for`) gives every client of one role the same counters; a client may also
-be handed its own :class:`RoleStats` (tests do, to stay independent).
+Every counter is an integer that only ever increases (:data:`COUNTERS`; what each counts is on
+:class:`RoleStats`). ``questions`` is the denominator of the failure share and ``failures`` its numerator
+(:mod:`memprm.llm.failures`). A process-wide registry (:func:`stats_for`) gives every client of one role the
+same counters; a client may also be handed its own :class:`RoleStats` (tests do, to stay independent).
 """
 
 from __future__ import annotations
@@ -49,7 +31,30 @@ _FAILURE_SEQ = itertools.count(1)
 
 
 class RoleStats:
-    """Thread-safe counters for one role (see the module docstring for what each counts)."""
+    """Thread-safe counters for one role.
+
+    Counters (all integers, only ever increased):
+
+    - ``questions`` — questions asked of the client: one per :meth:`~memprm.llm.client.LLMClient.complete` /
+      :meth:`~memprm.llm.client.LLMClient.complete_json` call, whatever its re-asks and retries (the
+      denominator of the failure share);
+    - ``calls`` — model requests asked of the client: one per ``LLMClient.complete``, plus one per format
+      re-ask inside ``LLMClient.complete_json`` (each re-ask is a new conversation);
+    - ``cache_hits`` — calls answered from the on-disk cache (no HTTP); always ``<= calls``;
+    - ``http_requests`` — HTTP attempts sent, transport retries included;
+    - ``retries`` — transport retries (429, 5xx, timeouts, connection errors, unparseable bodies);
+    - ``reasks`` — format re-asks (a reply that was not the expected JSON, asked again);
+    - ``tokens_in`` / ``tokens_out`` — prompt / completion tokens reported by the server for answers received
+      over HTTP (cache hits cost nothing and add nothing);
+    - ``failures`` — questions that ended as a :class:`~memprm.llm.endpoint.Failure` (transport retries or
+      format re-asks exhausted, or a 4xx that fails the one request), each counted once, and by kind in
+      ``failures_transport`` / ``failures_format`` / ``failures_request`` (the three sum to ``failures``);
+    - ``format_failures`` — replies that failed JSON parsing or validation (every bad reply, re-asked or
+      final).
+
+    Besides the counters, :attr:`last_error` keeps the most recent failure as ``"<endpoint>: <reason>"`` (the
+    message of a run stopped for too many failures names it).
+    """
 
     def __init__(self, role: str) -> None:
         if not role:

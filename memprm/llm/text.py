@@ -1,20 +1,9 @@
 """Shared text utilities: LoCoMo's answer normalization, answer tokens, a Porter stemmer, stop words, words.
 
-Choices, documented once:
-
-- **Normalization** follows LoCoMo's scorer (``task_eval/evaluation.py``): lowercase, delete punctuation,
-  delete the words *a*, *an*, *the* **and** *and* (upstream's regex has ``and`` too), collapse whitespace.
-  Punctuation is ASCII ``string.punctuation`` as upstream, plus every Unicode punctuation character (curly
-  quotes, dashes, ellipses), which upstream would keep; that only makes ``Caroline’s`` equal ``Caroline's``.
-  Deleting punctuation joins words (``don't`` -> ``dont``, ``me-time`` -> ``metime``), exactly as upstream.
-- **Stemming.** Upstream stems answer tokens with nltk's ``PorterStemmer`` (nltk is not a dependency here).
-  :func:`stem` is Porter's 1980 algorithm (steps 1a-5b) written from the paper, with the nltk default mode's
-  best-known departures: words of up to two letters are left alone, a few irregular words are looked up
-  (``dying`` -> ``die``, ``news``), ``-ies``/``-ied`` on four-letter words keep ``ie`` (``ties`` -> ``tie``),
-  and ``y`` becomes ``i`` only after a consonant that is not the word's first letter (``say`` stays). nltk
-  has a few more rules (e.g. for ``-fulli``, ``-lessli``, ``-logi``), so rare words may stem differently.
-- **Stop words**: English function words (articles, pronouns, auxiliaries, prepositions, conjunctions, a few
-  fillers), used to find content words; the answer scorer does not use them.
+Answers are compared as LoCoMo's scorer (``task_eval/evaluation.py``) compares them: normalized
+(:func:`normalize_answer`), then stemmed with Porter's algorithm (:func:`stem`, written here because nltk is
+not a dependency); :func:`answer_tokens` is the multiset token F1 is computed over. Where and why these
+depart from upstream is on each function.
 """
 
 from __future__ import annotations
@@ -32,7 +21,14 @@ def _is_punct(ch: str) -> bool:
 
 
 def normalize_answer(text: str) -> str:
-    """LoCoMo's answer normalization (module docstring): ``"The Dog, Biscuit!"`` -> ``"dog biscuit"``."""
+    """LoCoMo's answer normalization: ``"The Dog, Biscuit!"`` -> ``"dog biscuit"``.
+
+    It follows LoCoMo's scorer (``task_eval/evaluation.py``): lowercase, delete punctuation, delete the words
+    *a*, *an*, *the* **and** *and* (upstream's regex has ``and`` too), collapse whitespace. Punctuation is
+    ASCII ``string.punctuation`` as upstream, plus every Unicode punctuation character (curly quotes, dashes,
+    ellipses), which upstream would keep; that only makes ``Caroline’s`` equal ``Caroline's``. Deleting
+    punctuation joins words (``don't`` -> ``dont``, ``me-time`` -> ``metime``), exactly as upstream.
+    """
     lowered = text.lower()
     no_punct = "".join(ch for ch in lowered if not _is_punct(ch))
     return " ".join(_ARTICLES.sub(" ", no_punct).split())
@@ -46,20 +42,75 @@ def answer_tokens(text: str) -> list[str]:
 # --- Porter stemmer -----------------------------------------------------------------------------------------
 _VOWELS = frozenset("aeiou")
 _IRREGULAR = {
-    "sky": "sky", "skies": "sky", "dying": "die", "lying": "lie", "tying": "tie", "news": "news",
-    "innings": "inning", "inning": "inning", "outings": "outing", "outing": "outing", "cannings": "canning",
-    "canning": "canning", "howe": "howe", "proceed": "proceed", "exceed": "exceed", "succeed": "succeed",
-}  # fmt: skip
+    "sky": "sky",
+    "skies": "sky",
+    "dying": "die",
+    "lying": "lie",
+    "tying": "tie",
+    "news": "news",
+    "innings": "inning",
+    "inning": "inning",
+    "outings": "outing",
+    "outing": "outing",
+    "cannings": "canning",
+    "canning": "canning",
+    "howe": "howe",
+    "proceed": "proceed",
+    "exceed": "exceed",
+    "succeed": "succeed",
+}
 _STEP2 = (
-    ("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"), ("izer", "ize"),
-    ("abli", "able"), ("alli", "al"), ("entli", "ent"), ("eli", "e"), ("ousli", "ous"), ("ization", "ize"),
-    ("ation", "ate"), ("ator", "ate"), ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"),
-    ("ousness", "ous"), ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"),
-)  # fmt: skip
-_STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"), ("ful", ""),
-          ("ness", ""))  # fmt: skip
-_STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion", "ou", "ism",
-          "ate", "iti", "ous", "ive", "ize")  # fmt: skip
+    ("ational", "ate"),
+    ("tional", "tion"),
+    ("enci", "ence"),
+    ("anci", "ance"),
+    ("izer", "ize"),
+    ("abli", "able"),
+    ("alli", "al"),
+    ("entli", "ent"),
+    ("eli", "e"),
+    ("ousli", "ous"),
+    ("ization", "ize"),
+    ("ation", "ate"),
+    ("ator", "ate"),
+    ("alism", "al"),
+    ("iveness", "ive"),
+    ("fulness", "ful"),
+    ("ousness", "ous"),
+    ("aliti", "al"),
+    ("iviti", "ive"),
+    ("biliti", "ble"),
+)
+_STEP3 = (
+    ("icate", "ic"),
+    ("ative", ""),
+    ("alize", "al"),
+    ("iciti", "ic"),
+    ("ical", "ic"),
+    ("ful", ""),
+    ("ness", ""),
+)
+_STEP4 = (
+    "al",
+    "ance",
+    "ence",
+    "er",
+    "ic",
+    "able",
+    "ible",
+    "ant",
+    "ement",
+    "ment",
+    "ent",
+    "ion",
+    "ou",
+    "ism",
+    "ate",
+    "iti",
+    "ous",
+    "ive",
+    "ize",
+)
 
 
 def _cons(w: str, i: int) -> bool:
@@ -129,7 +180,15 @@ def _step1(w: str) -> str:
 
 
 def stem(word: str) -> str:
-    """Porter stem of a lowercase word (see the module docstring): ``running`` -> ``run``."""
+    """Porter stem of a lowercase word: ``running`` -> ``run``.
+
+    Upstream stems answer tokens with nltk's ``PorterStemmer`` (nltk is not a dependency here). This is
+    Porter's 1980 algorithm (steps 1a-5b) written from the paper, with the nltk default mode's best-known
+    departures: words of up to two letters are left alone, a few irregular words are looked up (``dying`` ->
+    ``die``, ``news``), ``-ies``/``-ied`` on four-letter words keep ``ie`` (``ties`` -> ``tie``), and ``y``
+    becomes ``i`` only after a consonant that is not the word's first letter (``say`` stays). nltk has a few
+    more rules (e.g. for ``-fulli``, ``-lessli``, ``-logi``), so rare words may stem differently.
+    """
     if len(word) <= 2:
         return word
     if word in _IRREGULAR:
@@ -152,6 +211,8 @@ def stem(word: str) -> str:
 
 
 # --- stop words and words -----------------------------------------------------------------------------------
+#: English function words (articles, pronouns, auxiliaries, prepositions, conjunctions, a few fillers), used
+#: to find content words; the answer scorer does not use them.
 STOP_WORDS = frozenset(
     "a an the and or but nor so yet if then than because as while until of at by for with about against "
     "between into through during before after above below to from up down in out on off over under again "

@@ -2,16 +2,13 @@
 
 Design (DESIGN.md, "Bank"):
 
-- An entry has an id, a layer (``event``, ``profile``, ``verbatim``), a key and a version chain. A version has
-  content, a timestamp, the source turn ids and the id of the operation that wrote it.
-- ``Write(layer, content, key)`` starts an entry; ``Merge(entry_id, content)`` appends a version (old versions
-  stay); ``Noop`` changes nothing but is logged, so every gate decision has an operation id. Every turn is also
-  written to the verbatim layer (``write_verbatim``), one entry per turn.
+- ``Write(layer, content, key)`` starts an :class:`Entry`; ``Merge(entry_id, content)`` appends a
+  :class:`Version` (old versions stay); ``Noop`` changes nothing but is logged, so every gate decision has an
+  operation id. Every turn is also written to the verbatim layer (``write_verbatim``), one entry per turn.
 - There is no destructive delete. Deletion exists only as a counterfactual *view* (``bank.without(ids)``) that
   mutates nothing; the retriever serves it by masking.
-- ``fork()`` is cheap: entries and versions are immutable, so a fork shares every entry object with its parent
-  and copies only the id → entry table (a shallow dict copy, pointer-sized per entry) and the op log list.
-  Writes in a fork replace table slots in that fork alone. Nothing is ever deep-copied.
+- ``fork()`` is cheap: entries and versions are immutable, so a fork shares every entry object with its
+  parent (:meth:`MemoryBank.fork`). Nothing is ever deep-copied.
 - Invalid operations raise :class:`BankError` before anything is changed.
 
 The bank knows nothing about embeddings. A retriever attaches a per-bank index in ``bank.index_state``; the bank
@@ -38,6 +35,9 @@ class BankError(ValueError):
 
 @dataclass(frozen=True)
 class Version:
+    """One version of an entry: content, a timestamp, the source turn ids and the id of the operation that
+    wrote it."""
+
     content: str
     timestamp: str | None  # ISO-8601 (the session's date), or None when the source has no date
     source_turn_ids: tuple[str, ...]
@@ -46,6 +46,8 @@ class Version:
 
 @dataclass(frozen=True)
 class Entry:
+    """An entry: an id, a layer (``event``, ``profile``, ``verbatim``), a key and a version chain."""
+
     id: str
     layer: str
     key: str
@@ -206,7 +208,13 @@ class MemoryBank:
 
     # ------------------------------------------------------------------ forks and views
     def fork(self) -> MemoryBank:
-        """An independent bank sharing every immutable entry with this one (cost: O(#entries) pointers)."""
+        """An independent bank sharing every immutable entry with this one (cost: O(#entries) pointers).
+
+        Entries and versions are immutable, so the fork shares every entry object with its parent and
+        copies only the id → entry table (a shallow dict copy, pointer-sized per entry) and the op log list.
+        Writes in a fork replace table slots in that fork alone. Nothing is ever deep-copied. The retriever's
+        index state is forked along (``index_state.fork()``).
+        """
         return MemoryBank(
             _entries=dict(self._entries),
             _ops=list(self._ops),

@@ -8,18 +8,8 @@ Rules (DESIGN.md, "Retrieval"):
 - top-k is exact inner product on L2-normalized vectors; ties are broken by entry creation order (``seq``);
 - counterfactual views (``bank.without(ids)``) are served by masking, with no index rebuild.
 
-How the index follows forks. Each bank carries a :class:`BankIndex` in ``bank.index_state``: per layer a tuple
-of *sealed* (immutable, shared) vector segments plus one *open* segment it alone appends to. ``fork()`` seals the
-open segment, so parent and child share everything indexed so far and each appends to a fresh segment of its
-own. Long segment chains are compacted once they exceed ``max_segments``. New versions are indexed lazily, in
-one embedding batch, at the next query (``bank.version_log`` says which versions are new).
-
-Exactness under masking. Candidate versions come from ``faiss.knn`` per segment (``k_v`` per path, starting at
-``4·width``); candidates are rescored exactly in float64 and aggregated per entry. If the ``width``-th best
-allowed entry scores above the ``k_v``-th version score by more than float32 rounding, no unseen version can
-change the answer; otherwise ``k_v`` grows ×4 and the search repeats, ending at an exhaustive scan. The
-unmasked candidate list is cached per query vector on the bank's index (``BankIndex.candidates``), so a
-counterfactual re-query of an audited question only filters it; the cache empties when versions are added.
+How the index follows forks is on :class:`BankIndex`; how the search stays exact under masking is on
+:class:`Retriever`.
 """
 
 from __future__ import annotations
@@ -134,7 +124,14 @@ class _Candidates:
 
 
 class BankIndex:
-    """Per-bank index state (see module docstring). Created and used only by :class:`Retriever`.
+    """Per-bank index state. Created and used only by :class:`Retriever`.
+
+    How the index follows forks. Each bank carries a :class:`BankIndex` in ``bank.index_state``: per layer a
+    tuple of *sealed* (immutable, shared) vector segments plus one *open* segment it alone appends to.
+    ``fork()`` seals the open segment, so parent and child share everything indexed so far and each appends
+    to a fresh segment of its own. Long segment chains are compacted once they exceed ``max_segments``. New
+    versions are indexed lazily, in one embedding batch, at the next query (``bank.version_log`` says which
+    versions are new).
 
     ``candidates`` caches each query vector's unmasked candidates per layer, so the deletion re-queries of an
     audit (the same question against views that hide a few entries) filter a cached list instead of searching
@@ -170,7 +167,16 @@ class BankIndex:
 
 
 class Retriever:
-    """Exact per-layer retrieval for any bank or counterfactual view. Stateless apart from the embedder."""
+    """Exact per-layer retrieval for any bank or counterfactual view. Stateless apart from the embedder.
+
+    Exactness under masking. Candidate versions come from ``faiss.knn`` per segment (``k_v`` per path,
+    starting at ``4·width``); candidates are rescored exactly in float64 and aggregated per entry. If the
+    ``width``-th best allowed entry scores above the ``k_v``-th version score by more than float32 rounding,
+    no unseen version can change the answer; otherwise ``k_v`` grows ×4 and the search repeats, ending at an
+    exhaustive scan. The unmasked candidate list is cached per query vector on the bank's index
+    (``BankIndex.candidates``), so a counterfactual re-query of an audited question only filters it; the cache
+    empties when versions are added.
+    """
 
     def __init__(self, embedder: Embedder, cfg: RetrieverConfig | None = None):
         self.embedder = embedder

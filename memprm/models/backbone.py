@@ -9,14 +9,8 @@ Two kinds, chosen by config:
   targets ``q_proj`` and ``v_proj``.
 
 Both kinds load with ``transformers.AutoModel``, i.e. the bare transformer without a language-model head: the
-critic only needs hidden states, and a causal checkpoint loads into its base model unchanged.
-
-Injection for tests and for callers that already hold a model: ``build_backbone(cfg, model=..., tokenizer=...)``
-accepts a ready ``PreTrainedModel`` or a ``PretrainedConfig`` (random weights) together with a tokenizer, so
-nothing is downloaded. ``get_peft_model`` injects the LoRA layers into the passed model *in place*: a model
-object passed here must not be reused as a plain base model afterwards.
-
-After building, only the LoRA parameters of the backbone require gradients (peft freezes the rest).
+critic only needs hidden states, and a causal checkpoint loads into its base model unchanged. Building and
+injecting a ready model: :func:`build_backbone`.
 """
 
 from __future__ import annotations
@@ -93,7 +87,15 @@ def build_backbone(
     model: PreTrainedModel | PretrainedConfig | None = None,
     tokenizer: PreTrainedTokenizerBase | None = None,
 ) -> Backbone:
-    """Load (or take) the base model and tokenizer, inject fresh LoRA layers, and wrap them with pooling."""
+    """Load (or take) the base model and tokenizer, inject fresh LoRA layers, and wrap them with pooling.
+
+    Injection for tests and for callers that already hold a model: ``build_backbone(cfg, model=...,
+    tokenizer=...)`` accepts a ready ``PreTrainedModel`` or a ``PretrainedConfig`` (random weights) together
+    with a tokenizer, so nothing is downloaded. ``get_peft_model`` injects the LoRA layers into the passed
+    model *in place*: a model object passed here must not be reused as a plain base model afterwards.
+
+    After building, only the LoRA parameters of the backbone require gradients (peft freezes the rest).
+    """
     base, tok = load_base(cfg, model, tokenizer)
     peft_model = get_peft_model(base, cfg.lora_config())
     return Backbone(peft_model, tok, cfg.resolved_pooling)

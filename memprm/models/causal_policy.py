@@ -1,31 +1,15 @@
 """The causal-LM policy (the paper's manager, Qwen3 family): writes one strict-JSON operation per gate.
 
-Prompt: :func:`memprm.env.ops_format.gate_prompt`, wrapped as one user message in the tokenizer's chat
-template when it has one and ``chat_template`` is on (Qwen3: ``enable_thinking=False``); otherwise the bare
-prompt with the tokenizer's own special tokens. ``GateSample.prompt`` holds the final prompt text. Prompts
-longer than ``max_length`` tokens lose their start (the format instructions and the turn sit at the end),
-counted in ``counts.truncated``.
-
-Decoding: a plain sampling loop with the KV cache (the model's decoder body, then its output embedding on the
-last hidden state), up to ``max_new_tokens``, stopping at EOS (the tokenizer's and the generation config's
-EOS ids). ``GateSample.completion`` is the decoded text *with* special tokens (so a generated EOS stays as its
-string and re-encodes to its id); the action is ``parse_operation`` of the text without special tokens, or
-Noop when that is invalid (counted in ``counts.invalid``).
-
-Log-probabilities: under ``softmax(logits / temperature)`` — the distribution sampled from — summed over the
-completion's tokens, EOS included when generated; entropy is the mean per-token entropy of that distribution
-over the completion. ``log_probs`` re-encodes prompt and completion *separately* (no merge across their
-boundary) and scores them with one right-padded full forward. A sampled token sequence whose decoded text
-re-encodes to other ids (a non-canonical tokenization, rare for trained models) is counted in
-``counts.retokenized`` and its ``logprob`` is recomputed by a full forward on the re-encoded ids: ``logprob``
-always describes the tokens ``log_probs`` will score, so the first GRPO ratio is 1.
+At a gate the model reads :func:`memprm.env.ops_format.gate_prompt` (in its chat template when it has one),
+samples a completion token by token and the completion is parsed into the gate's operation (Noop when it is
+invalid). Log-probabilities are taken under ``softmax(logits / temperature)``, the distribution sampled from,
+and ``GateSample.logprob`` always describes the tokens :meth:`CausalPolicy.log_probs` will score, so the first
+GRPO ratio is 1. Prompting, decoding and scoring details are on :meth:`CausalPolicy.render_prompt`,
+:meth:`CausalPolicy.act` and :meth:`CausalPolicy.log_probs`.
 
 ``act`` runs in eval mode (restoring the previous mode); ``log_probs`` in the current mode (GRPO and SFT keep
 the policy in eval mode). Requires a causal LM whose logits are ``output_embeddings(last hidden state)`` with
-no post-processing (Qwen3, Llama; not logit soft-capping models).
-
-LoRA via peft on ``q_proj`` / ``v_proj`` by default; ``get_peft_model`` modifies the passed model in place.
-LoRA rank 0 trains every weight.
+no post-processing (Qwen3, Llama; not logit soft-capping models). LoRA: :func:`build_causal_policy`.
 """
 
 from __future__ import annotations
@@ -98,6 +82,13 @@ class CausalPolicy(nn.Module):
         return next(self.model.parameters()).device
 
     def render_prompt(self, obs: Observation) -> str:
+        """The final prompt text of a gate (what ``GateSample.prompt`` holds).
+
+        :func:`memprm.env.ops_format.gate_prompt`, wrapped as one user message in the tokenizer's chat
+        template when it has one and ``chat_template`` is on (Qwen3: ``enable_thinking=False``); otherwise the
+        bare prompt with the tokenizer's own special tokens. Prompts longer than ``max_length`` tokens lose
+        their start (the format instructions and the turn sit at the end), counted in ``counts.truncated``.
+        """
         text = gate_prompt(obs)
         if not self.templated:
             return text
@@ -111,6 +102,19 @@ class CausalPolicy(nn.Module):
     def act(
         self, obs: Observation, *, greedy: bool = False, generator: torch.Generator | None = None
     ) -> tuple[Action, GateSample]:
+        """Sample (or, ``greedy``, decode) one completion at ``obs`` → (action, sample).
+
+        Decoding: a plain sampling loop with the KV cache (the model's decoder body, then its output embedding
+        on the last hidden state), up to ``max_new_tokens``, stopping at EOS (the tokenizer's and the
+        generation config's EOS ids). ``GateSample.completion`` is the decoded text *with* special tokens (so
+        a generated EOS stays as its string and re-encodes to its id); the action is ``parse_operation`` of
+        the text without special tokens, or Noop when that is invalid (counted in ``counts.invalid``).
+
+        A sampled token sequence whose decoded text re-encodes to other ids (a non-canonical tokenization,
+        rare for trained models) is counted in ``counts.retokenized`` and its ``logprob`` is recomputed by a
+        full forward on the re-encoded ids: ``logprob`` always describes the tokens :meth:`log_probs` will
+        score, so the first GRPO ratio is 1. Runs in eval mode (restoring the previous mode).
+        """
         prompt = self.render_prompt(obs)
         prompt_ids, cut = self._prompt_ids(prompt)
         self.counts.truncated += cut
@@ -143,7 +147,13 @@ class CausalPolicy(nn.Module):
         return GateSample(prompt=prompt, completion=text + self.tokenizer.eos_token)
 
     def log_probs(self, samples: Sequence[GateSample]) -> tuple[torch.Tensor, torch.Tensor]:
-        """(Σ log π(completion tokens) [N], mean per-token entropy [N]) with gradients, one forward."""
+        """(Σ log π(completion tokens) [N], mean per-token entropy [N]) with gradients, one forward.
+
+        Log-probabilities are under ``softmax(logits / temperature)`` — the distribution sampled from — summed
+        over the completion's tokens, EOS included when generated; entropy is the mean per-token entropy of
+        that distribution over the completion. Prompt and completion are re-encoded *separately* (no merge
+        across their boundary) and scored with one right-padded full forward, in the module's current mode.
+        """
         if not samples:
             raise ValueError("CausalPolicy.log_probs: no samples")
         seqs, rows, cols, targets, lengths = [], [], [], [], []
@@ -243,7 +253,11 @@ def build_causal_policy(
     model: PreTrainedModel | PretrainedConfig | None = None,
     tokenizer: PreTrainedTokenizerBase | None = None,
 ) -> CausalPolicy:
-    """Load (or take) the causal LM and tokenizer; inject LoRA (rank > 0) or train every weight (rank 0)."""
+    """Load (or take) the causal LM and tokenizer; inject LoRA (rank > 0) or train every weight (rank 0).
+
+    LoRA via peft on ``q_proj`` / ``v_proj`` by default; ``get_peft_model`` modifies the passed model in
+    place.
+    """
     base, tok = load_or_take(
         AutoModelForCausalLM, cfg.model, cfg.dtype, model, tokenizer, "build_causal_policy"
     )

@@ -5,21 +5,9 @@ A :class:`CriticExample` is one operation (a teacher operation or a counterfactu
 never sees hindsight information), ``u`` the relabeled utility target in [0, 1], ``u_rr`` whether the entry it
 wrote was ever retrieved.
 
-Choices, documented once:
-
-- **Split by dialogue.** :func:`split_by_dialogue` sends whole dialogues to validation, so no dialogue's
-  operations sit on both sides; :class:`CriticDataModule` refuses a train/val pair that shares a dialogue.
-- **Tokenize once.** ``setup`` tokenizes every train and val text in a single tokenizer call and keeps the ids
-  as tensors; the collate only pads (right padding, dynamic width per batch). Over-long texts are cut to
-  ``max_length`` (from the left by default, keeping the operation at the end of the rendering) and counted
-  in ``n_truncated``, with a warning.
-- **Rare misses repeated.** With ``miss_repeats = r > 1`` every training example of tier ``miss`` (the Noops
-  that missed a needed write: the teacher's own and the counterfactual Noop of each load-bearing write) is
-  drawn r times per epoch; every other example once. Validation is never repeated.
-- **Deterministic shuffling.** The training order of epoch ``e`` is the permutation drawn by
-  ``numpy.random.default_rng([seed, e])`` of the example indices (each as often as it is repeated). Lightning
-  calls ``set_epoch`` before each epoch; when nothing calls it (a plain loop, or a distributed wrapper around
-  the sampler), each new pass over the sampler advances the epoch by one. Same seed → same batches, epoch by epoch. Validation is in the given order.
+:class:`CriticDataModule` splits by dialogue (no dialogue's operations on both sides), tokenizes once, can
+repeat the rare ``miss`` examples, and shuffles deterministically (:class:`EpochShuffleSampler`): same seed →
+same batches, epoch by epoch.
 """
 
 from __future__ import annotations
@@ -135,8 +123,14 @@ class PadCollate:
 
 
 class EpochShuffleSampler(Sampler[int]):
-    """A permutation of ``range(n)`` fixed by ``(seed, epoch)``; see the module docstring. With ``repeats``
-    ([n] ints >= 1), index i appears ``repeats[i]`` times in each epoch's order."""
+    """A permutation of ``range(n)`` fixed by ``(seed, epoch)``. With ``repeats`` ([n] ints >= 1), index i
+    appears ``repeats[i]`` times in each epoch's order.
+
+    The order of epoch ``e`` is the permutation drawn by ``numpy.random.default_rng([seed, e])`` of the
+    example indices (each as often as it is repeated). Lightning calls ``set_epoch`` before each epoch; when
+    nothing calls it (a plain loop, or a distributed wrapper around the sampler), each new pass over the
+    sampler advances the epoch by one. Same seed → same batches, epoch by epoch.
+    """
 
     def __init__(self, n: int, seed: int, repeats: Sequence[int] | None = None):
         if repeats is not None and (len(repeats) != n or min(repeats, default=1) < 1):
@@ -170,7 +164,20 @@ class _Indices(Dataset):
 
 
 class CriticDataModule(LightningDataModule):
-    """Train/val critic examples → padded batches. ``val`` may be empty (then no validation loader)."""
+    """Train/val critic examples → padded batches. ``val`` may be empty (then no validation loader).
+
+    - **Split by dialogue.** :func:`split_by_dialogue` sends whole dialogues to validation, so no dialogue's
+      operations sit on both sides; this module refuses a train/val pair that shares a dialogue.
+    - **Tokenize once.** ``setup`` tokenizes every train and val text in a single tokenizer call and keeps the
+      ids as tensors; the collate only pads (right padding, dynamic width per batch). Over-long texts are cut
+      to ``max_length`` (from the left by default, keeping the operation at the end of the rendering) and
+      counted in ``n_truncated``, with a warning.
+    - **Rare misses repeated.** With ``miss_repeats = r > 1`` every training example of tier ``miss`` (the
+      Noops that missed a needed write: the teacher's own and the counterfactual Noop of each load-bearing
+      write) is drawn r times per epoch; every other example once. Validation is never repeated.
+    - **Deterministic shuffling** of the training order (:class:`EpochShuffleSampler`). Validation is in the
+      given order.
+    """
 
     def __init__(
         self,

@@ -4,18 +4,7 @@
 
 ``φ`` and ``p`` are produced as logits by the critic's heads; the MSE term takes ``φ = sigmoid(logit)`` and the
 BCE term works on the logit directly (``binary_cross_entropy_with_logits``, numerically stable). Each term is a
-batch mean.
-
-Margin-rank term (appendix "Critic loss (Eq. (5))"):
-
-    L_rank = 1/|P| · Σ_{(i,j) ∈ P} max(0, m − sign(u_i − u_j) · (φ_i − φ_j)),   P = {(i, j) : |u_i − u_j| ≥ δ}
-
-Choice: P holds *unordered* pairs ``i < j``. The hinge is symmetric under swapping i and j (both the sign and
-the difference flip), so summing over ordered pairs counts every term twice and divides by twice the count:
-the mean is identical, and the unordered form is half the work. ``δ`` must be > 0, so tied targets never
-qualify (their sign is 0 and the hinge would be a constant ``m``). A pair exactly at ``δ`` counts; the comparison
-allows ``1e-6`` of float rounding, so tier targets such as 0.3 and 0.6 with ``δ = 0.3`` qualify in float32. When no pair qualifies the term is an exact
-0 that still carries a (zero) gradient, never NaN.
+batch mean. The margin-rank term and its choices are on :func:`margin_rank_loss`.
 """
 
 from __future__ import annotations
@@ -81,6 +70,19 @@ def margin_rank_loss(phi: torch.Tensor, u: torch.Tensor, margin: float, delta: f
     """Mean hinge over the unordered in-batch pairs whose targets differ by at least ``delta``.
 
     phi: [B] scores; u: [B] targets → scalar. 0 (with gradient) when no pair qualifies.
+
+    Margin-rank term (appendix "Critic loss (Eq. (5))")::
+
+        L_rank = 1/|P| · Σ_{(i,j) ∈ P} max(0, m − sign(u_i − u_j) · (φ_i − φ_j)),
+        P = {(i, j) : |u_i − u_j| ≥ δ}
+
+    Choice: P holds *unordered* pairs ``i < j``. The hinge is symmetric under swapping i and j (both the sign
+    and the difference flip), so summing over ordered pairs counts every term twice and divides by twice the
+    count: the mean is identical, and the unordered form is half the work. ``δ`` must be > 0, so tied targets
+    never qualify (their sign is 0 and the hinge would be a constant ``m``). A pair exactly at ``δ`` counts;
+    the comparison allows ``1e-6`` of float rounding, so tier targets such as 0.3 and 0.6 with ``δ = 0.3``
+    qualify in float32. When no pair qualifies the term is an exact 0 that still carries a (zero) gradient,
+    never NaN.
     """
     _check_same_1d(phi, u, "phi", "u")
     if delta <= 0:

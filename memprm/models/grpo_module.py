@@ -1,58 +1,13 @@
 """GRPOPolicyModule: the online GRPO stage of a memory-manager policy (both policy kinds).
 
-One training step takes one or more :class:`~memprm.rollout.batches.GroupBatch` es (G rollouts of one
-episode each, carrying unweighted measurements) and
-
-1. weighs each rollout's measurements into composite per-step rewards
-   (:func:`memprm.credit.composite_rewards` with ``cfg.weights`` and λ = :attr:`shaping_lambda`), and each
-   group's rewards into advantages (:func:`memprm.credit.group_advantages`, ``cfg.advantage_mode``);
-2. skips the groups without contrast (status ``zero_variance`` or ``identical_rollouts``) and counts them
-   by status; a group whose rollouts all have no gate step is skipped and counted as ``empty``;
-3. flattens the kept rollouts' gate samples with their per-step advantage, π_old log-prob
-   (``GateSample.logprob``) and reference log-prob (``GateSample.ref_logprob``, read only when β > 0);
-4. runs ``cfg.ppo_epochs`` passes over them, each cut into shuffled mini-batches of ``cfg.minibatch_size``
-   samples (0 = one mini-batch; the order is drawn from torch's global generator, which Lightning's
-   ``seed_everything`` seeds), one AdamW step per mini-batch on
-   :func:`memprm.models.grpo_losses.policy_loss`, gradients clipped to ``cfg.max_grad_norm``.
-   When every group is skipped no optimizer step is taken (the step is still logged).
-
-Manual optimization (``automatic_optimization = False``) because one batch makes several optimizer steps;
-Lightning's ``global_step`` counts optimizer steps, so ``Trainer(max_steps=…)`` counts them too.
-
-λ(k) contract: :attr:`shaping_lambda` starts at ``cfg.lambda0``; the module never changes it. The
-``LambdaAnnealing`` callback sets it each optimizer step from
-``lambda_schedule(global_step, cfg.lambda0, cfg.lambda_inf, cfg.k_decay)``. A training step reads it once,
-when it weighs the batch's rewards (before its own PPO steps), and logs that value as ``grpo/lambda``.
-
-Dropout: the policy runs in eval mode (``policy.eval()`` on train start and again at the start of every
-training step, so no mode switch made by the trainer or a callback around validation can leak in): the
-ratio π_θ/π_old then compares dropout-free log-probabilities, as the rollouts (``act`` runs in eval mode)
-and SFT computed them. The LightningModule itself may be in train mode; only the policy's mode matters.
-
-Logged per training step (``on_step``, ``batch_size`` = the number of groups). Under DDP each value is the
-mean over the ranks whose batch carries the key (:func:`mean_over_ranks`: one ``all_gather_object`` of the
-whole dict, because ranks can carry different keys and a per-key ``sync_dist`` reduce would then deadlock):
-
-- ``task/accuracy``: mean R over all rollouts of all groups (skipped ones included);
-- ``reward/credit``, ``reward/miss``, ``reward/shaping``, ``reward/total``: means over all gate steps of all
-  rollouts of the weighted, signed components w_u·u, −w_miss·miss, λ·s̃ and of the total step reward
-  (which includes w_task·R at each rollout's last step); ``reward/shaping_share``:
-  :func:`memprm.credit.shaping_share` over all rollouts;
-- ``grpo/groups``, ``grpo/steps`` (gate samples that entered the loss), ``grpo/zero_variance_frac``,
-  ``grpo/identical_frac``, ``grpo/empty_frac`` and ``grpo/skipped_frac`` (their sum), ``grpo/lambda``;
-- ``grpo/loss``, ``grpo/clip_frac``, ``grpo/entropy`` and, when β > 0, ``grpo/kl``: means over every
-  mini-batch of every PPO epoch, weighted by mini-batch size (not logged on a step with no kept group: no
-  loss was computed);
-- ``bank/entries``, ``bank/versions_per_entry``, ``bank/context_tokens``: means over the rollouts whose
-  ``RolloutSteps.stats`` carry the key (not logged when none does);
-- ``audit/{gate,quiz,audit}_reader_calls`` (reader calls of building, answering and auditing a group's quiz),
-  ``audit/*`` failure and citation counts, ``reader/missing_citations``, ``probe/*`` (gate pass rates, probes
-  dropped for a failed answer) and ``llm/*`` (the group's LLM traffic and failures, per role and in all; see
-  :mod:`memprm.rollout.runner`): means over the groups whose ``GroupBatch.stats`` carry the key.
-
-DDP caveat: every rank must take the same number of optimizer steps per training step (each one
-all-reduces gradients). With ``minibatch_size = 0`` that holds as long as no rank skips all its groups;
-with mini-batches, ranks also need the same number of kept samples.
+A training step takes :class:`~memprm.rollout.batches.GroupBatch` es carrying *unweighted* measurements and
+weighs them here (:func:`prepare_batch`: composite rewards at λ = :attr:`shaping_lambda`, group advantages,
+groups without contrast skipped and counted), then runs ``cfg.ppo_epochs`` passes of
+:func:`memprm.models.grpo_losses.policy_loss` (:meth:`GRPOPolicyModule.training_step`). Manual optimization,
+because one batch makes several optimizer steps; ``global_step`` counts optimizer steps. The policy runs in
+eval mode, so π_θ/π_old compares dropout-free log-probabilities as the rollouts computed them. The step
+returns the batch's reward masses (``reward_masses``) for callbacks, so nothing recomputes the rewards.
+What is logged: :meth:`PreparedBatch.metrics` and :meth:`GRPOPolicyModule.training_step`.
 """
 
 from __future__ import annotations
@@ -72,6 +27,7 @@ from memprm.credit import (
     RewardBreakdown,
     composite_rewards,
     group_advantages,
+    reward_masses,
     shaping_share,
 )
 from memprm.env.policy import GateSample
@@ -108,7 +64,20 @@ class PreparedBatch:
         return len(self.statuses)
 
     def metrics(self, lam: float) -> dict[str, float]:
-        """The batch-side metrics: all but ``grpo/loss``, ``clip_frac``, ``entropy`` and ``kl``."""
+        """The batch-side metrics: all but ``grpo/loss``, ``clip_frac``, ``entropy`` and ``kl``.
+
+        - ``task/accuracy``: mean R over all rollouts of all groups (skipped ones included);
+        - ``reward/credit``, ``/miss``, ``/shaping``, ``/total``: means over all gate steps of all rollouts
+          of the weighted, signed components w_u·u, −w_miss·miss, λ·s̃ and of the total step reward (which
+          includes w_task·R at each rollout's last step); ``reward/shaping_share`` over all rollouts;
+        - ``grpo/groups``, ``grpo/steps`` (gate samples that entered the loss), ``grpo/zero_variance_frac``,
+          ``grpo/identical_frac``, ``grpo/empty_frac`` and ``grpo/skipped_frac`` (their sum), ``grpo/lambda``;
+        - ``bank/entries``, ``bank/versions_per_entry``, ``bank/context_tokens``: means over the rollouts
+          whose ``RolloutSteps.stats`` carry the key;
+        - ``audit/*`` (reader calls of building, answering and auditing a quiz; failure and citation
+          counts), ``reader/missing_citations``, ``probe/*`` and ``llm/*``: means over the groups whose
+          ``GroupBatch.stats`` carry the key (:mod:`memprm.rollout.runner`).
+        """
         steps = list(self.breakdowns)
         out = {"task/accuracy": float(self.tasks.mean())}
         if steps:
@@ -237,7 +206,21 @@ def _check_logprob(v: float, what: str) -> None:
 
 
 class GRPOPolicyModule(LightningModule):
-    """GRPO on a :class:`~memprm.env.policy.GatePolicy` (an ``nn.Module``); see the module doc."""
+    """GRPO on a :class:`~memprm.env.policy.GatePolicy` (an ``nn.Module``).
+
+    λ(k) contract: :attr:`shaping_lambda` starts at ``cfg.lambda0``; the module never changes it. The
+    ``LambdaAnnealing`` callback sets it each optimizer step from ``lambda_schedule(global_step, cfg.lambda0,
+    cfg.lambda_inf, cfg.k_decay)``. A training step reads it once, when it weighs the batch's rewards (before
+    its own PPO steps), and logs that value as ``grpo/lambda``.
+
+    Dropout: the policy runs in eval mode (``policy.eval()`` on train start and again at the start of every
+    training step, so no mode switch made by the trainer or a callback can leak in). The LightningModule
+    itself may be in train mode; only the policy's mode matters.
+
+    DDP caveat: every rank must take the same number of optimizer steps per training step (each one
+    all-reduces gradients). With ``minibatch_size = 0`` that holds as long as no rank skips all its groups;
+    with mini-batches, ranks also need the same number of kept samples.
+    """
 
     def __init__(self, policy: nn.Module, cfg: GRPOConfig):
         super().__init__()
@@ -266,22 +249,37 @@ class GRPOPolicyModule(LightningModule):
 
     def training_step(
         self, batch: GroupBatch | Sequence[GroupBatch], batch_idx: int = 0
-    ) -> torch.Tensor | None:
+    ) -> dict[str, object]:
+        """One GRPO step on ``batch``; returns ``loss`` (absent when no group was kept) and ``reward_masses``,
+        the batch's Σ|component| per reward component (:func:`memprm.credit.reward_masses`, this rank's
+        rollouts), which callbacks read as ``outputs`` instead of weighing the rewards again.
+
+        Steps: (1) :func:`prepare_batch`; (2) ``cfg.ppo_epochs`` passes over the kept samples, each cut into
+        shuffled mini-batches of ``cfg.minibatch_size`` (0 = one; the order from torch's global generator,
+        which ``seed_everything`` seeds), one AdamW step per mini-batch on ``policy_loss``, gradients clipped
+        to ``cfg.max_grad_norm``. When every group is skipped no optimizer step is taken (still logged).
+
+        Logged per step (``batch_size`` = the number of groups): :meth:`PreparedBatch.metrics` plus
+        ``grpo/loss``, ``grpo/clip_frac``, ``grpo/entropy`` and, when β > 0, ``grpo/kl`` (means over every
+        mini-batch of every PPO epoch, weighted by size; absent on a step with no kept group). Under DDP each
+        value is the mean over the ranks whose batch carries the key (:func:`mean_over_ranks`: one
+        ``all_gather_object`` of the whole dict, since ranks can carry different keys and a per-key
+        ``sync_dist`` reduce would then deadlock)."""
         groups = [batch] if isinstance(batch, GroupBatch) else list(batch)
         self.policy.eval()
         prepared = prepare_batch(groups, self.shaping_lambda, self.cfg)
         metrics = prepared.metrics(self.shaping_lambda)
-        loss = None
+        out: dict[str, object] = {"reward_masses": reward_masses(prepared.breakdowns)}
         n_all = self._samples_on_all_ranks(len(prepared.samples))
         if prepared.samples:
             update = self._update(prepared)
             metrics.update(update)
-            loss = torch.tensor(update["grpo/loss"])
+            out["loss"] = torch.tensor(update["grpo/loss"])
         elif n_all:
             self._sync_only_update()
         for name, value in self._mean_over_ranks(metrics).items():
             self.log(name, float(value), on_step=True, on_epoch=False, batch_size=len(groups))
-        return loss
+        return out
 
     def _mean_over_ranks(self, metrics: dict[str, float]) -> dict[str, float]:
         trainer = self._trainer
@@ -338,9 +336,14 @@ class GRPOPolicyModule(LightningModule):
                 logp, entropy = self.policy.log_probs([prepared.samples[int(i)] for i in idx])  # [B], [B]
                 idx = idx.to(device)
                 terms = policy_loss(
-                    logp, old[idx], ref[idx], adv[idx],
-                    eps_low=cfg.eps_low, eps_high=cfg.eps_high, beta=cfg.beta_kl,
-                )  # fmt: skip
+                    logp,
+                    old[idx],
+                    ref[idx],
+                    adv[idx],
+                    eps_low=cfg.eps_low,
+                    eps_high=cfg.eps_high,
+                    beta=cfg.beta_kl,
+                )
                 opt.zero_grad(set_to_none=True)
                 self.manual_backward(terms.loss)
                 if cfg.max_grad_norm > 0:

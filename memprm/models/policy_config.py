@@ -8,16 +8,8 @@ Two kinds share one GRPO module through :class:`memprm.env.policy.GatePolicy`:
 - ``causal`` (the paper's policy, Qwen3 family): a causal LM writes one strict-JSON operation per gate. See
   :mod:`memprm.models.causal_policy`.
 
-Log-probabilities, sampled and recomputed alike, are taken under ``softmax(logits / temperature)``: the
-distribution the behaviour policy actually samples from. Greedy decoding reports the log-probability of its
-choice under that same distribution.
-
-Dropout: LoRA dropout defaults to 0, and both policies compute ``act`` in eval mode; ``log_probs`` runs in
-the module's current mode. GRPO and SFT run the policy in eval mode (``policy.eval()``), so that the ratio
-π_θ / π_old compares dropout-free log-probabilities (the base models' own dropout — MiniLM has 0.1 — would
-otherwise make a recomputed log-probability differ from the sampled one).
-
-This module imports neither torch nor transformers.
+Both compute log-probabilities under ``softmax(logits / temperature)`` and without dropout where it matters
+(:class:`PolicyConfig`). This module imports neither torch nor transformers.
 """
 
 from __future__ import annotations
@@ -55,6 +47,18 @@ class LoraSettings:
 
 @dataclass(frozen=True)
 class PolicyConfig:
+    """The policy's settings (``policy`` in the config).
+
+    Log-probabilities, sampled and recomputed alike, are taken under ``softmax(logits / temperature)``: the
+    distribution the behaviour policy actually samples from. Greedy decoding reports the log-probability of
+    its choice under that same distribution.
+
+    Dropout: LoRA dropout defaults to 0, and both policies compute ``act`` in eval mode; ``log_probs`` runs in
+    the module's current mode. GRPO and SFT run the policy in eval mode (``policy.eval()``), so that the ratio
+    π_θ / π_old compares dropout-free log-probabilities (the base models' own dropout — MiniLM has 0.1 — would
+    otherwise make a recomputed log-probability differ from the sampled one).
+    """
+
     #: ``scoring`` (an encoder scores Noop / Write / Merge candidates) or ``causal`` (an LM writes JSON ops).
     kind: Literal["scoring", "causal"] = "scoring"
     #: Hugging Face model name or local path; ``minilm`` = the offline all-MiniLM-L6-v2 (scoring only; the

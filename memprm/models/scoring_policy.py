@@ -1,31 +1,12 @@
 """The lightweight scoring policy: an encoder scores a small candidate set per gate (CPU-friendly).
 
 At a gate the candidates are those of :func:`memprm.env.candidates.gate_candidates`: Noop, Write of the turn,
-Write of each note on offer, Merge (of the first note, else the turn) into each of the first ``merge_candidates``
-neighbours shown. The policy is ``softmax(logits / temperature)`` over them; a zero-initialized linear head
-gives one logit per candidate, so an untrained policy is uniform (greedy ties go to the lowest index, Noop).
-The encoder is MiniLM by default, frozen (``lora.rank`` 0: only the head trains) or with LoRA on query/value.
-
-``policy.scorer`` chooses what the head reads:
-
-- ``two_tower`` (default, :mod:`memprm.models.two_tower`): the gate's query and each candidate's content and
-  Merge target encoded separately and cached by text; one encoder pass per text never seen before.
-- ``pair`` (the reference): a cross-encoder over each ``(candidate text, gate text)`` pair, mean-pooled; pairs
-  longer than ``max_length`` lose tokens from the end of the longer text. The gate text lists layer, date and
-  turn, then the preceding turns latest first, then the shown entries. With a frozen encoder the pooled
-  features are cached by pair (``feature_cache_size``).
-
-Cuts to ``max_length`` are counted in ``counts.truncated`` when a sample is made (``act``, ``sample_for``).
-
-Teacher actions (``sample_for``): Noop → 0; a Write whose content is a note on offer → that note's candidate;
-a Write of the turn → 1; any other Write → the first note's candidate (1 when there is no note), counted in
-``counts.write_content_replaced``; Merge into the j-th shown neighbour → its merge candidate for j < m. A
-Merge beyond the first m maps to the first Write of a note (else of the turn), counted in
-``counts.merge_beyond_m_as_write``: writing it is the closest candidate that keeps the turn. An action that is
-invalid at the gate (a Merge into an entry not shown, an empty Write) is an error.
-
-``act`` computes without dropout; ``log_probs`` in the current mode: GRPO and SFT keep the policy in eval
-mode, so MiniLM's own dropout never makes a recomputed log-probability differ from the sampled one.
+Write of each note on offer, Merge (of the first note, else the turn) into each of the first
+``merge_candidates`` neighbours shown. The policy is ``softmax(logits / temperature)`` over them; a
+zero-initialized linear head gives one logit per candidate, so an untrained policy is uniform (greedy ties go
+to the lowest index, Noop). The encoder is MiniLM by default, frozen (``lora.rank`` 0: only the head trains)
+or with LoRA on query/value. What the head reads (``policy.scorer``) is on :class:`ScoringPolicy`; how a
+teacher's action maps to a candidate is on :meth:`ScoringPolicy.sample_for`.
 """
 
 from __future__ import annotations
@@ -99,7 +80,22 @@ def pick(logp: torch.Tensor, greedy: bool, generator: torch.Generator | None) ->
 
 
 class ScoringPolicy(nn.Module):
-    """Encoder + linear head over per-gate candidates (a :class:`~memprm.env.policy.GatePolicy`)."""
+    """Encoder + linear head over per-gate candidates (a :class:`~memprm.env.policy.GatePolicy`).
+
+    ``policy.scorer`` chooses what the head reads:
+
+    - ``two_tower`` (default, :mod:`memprm.models.two_tower`): the gate's query and each candidate's content
+      and Merge target encoded separately and cached by text; one encoder pass per text never seen before.
+    - ``pair`` (the reference): a cross-encoder over each ``(candidate text, gate text)`` pair, mean-pooled;
+      pairs longer than ``max_length`` lose tokens from the end of the longer text. The gate text
+      (:func:`gate_text`) lists layer, date and turn, then the preceding turns latest first, then the shown
+      entries. With a frozen encoder the pooled features are cached by pair (``feature_cache_size``).
+
+    Cuts to ``max_length`` are counted in ``counts.truncated`` when a sample is made (``act``,
+    ``sample_for``). ``act`` computes without dropout; ``log_probs`` in the current mode: GRPO and SFT keep
+    the policy in eval mode, so MiniLM's own dropout never makes a recomputed log-probability differ from the
+    sampled one.
+    """
 
     def __init__(self, cfg: PolicyConfig, encoder: nn.Module, tokenizer: PreTrainedTokenizerBase):
         super().__init__()
@@ -125,7 +121,7 @@ class ScoringPolicy(nn.Module):
         nn.init.zeros_(self.head.bias)
         self.counts = ScoringCounts()
         self.vectors = TextVectors(encoder, tokenizer, cfg.max_length, self.counts) if self.two_tower else None
-        self._features: dict[tuple[str, str], torch.Tensor] = {}  # frozen encoder only (module docstring)
+        self._features: dict[tuple[str, str], torch.Tensor] = {}  # frozen encoder only (class docstring)
         self.feature_cache_size = 200_000
 
     @property
@@ -151,7 +147,14 @@ class ScoringPolicy(nn.Module):
         return cands[choice].action, replace(sample, choice=choice, logprob=float(logp[choice]))
 
     def sample_for(self, obs: Observation, action: Action) -> GateSample:
-        """The sample choosing the candidate that stands for ``action`` (mapping in the module docstring).
+        """The sample choosing the candidate that stands for ``action``.
+
+        Noop → 0; a Write whose content is a note on offer → that note's candidate; a Write of the turn → 1;
+        any other Write → the first note's candidate (1 when there is no note), counted in
+        ``counts.write_content_replaced``; Merge into the j-th shown neighbour → its merge candidate for
+        j < m. A Merge beyond the first m maps to the first Write of a note (else of the turn), counted in
+        ``counts.merge_beyond_m_as_write``: writing it is the closest candidate that keeps the turn. An action
+        that is invalid at the gate (a Merge into an entry not shown, an empty Write) is an error.
 
         ``logprob`` stays 0.0: teacher samples feed SFT, which recomputes log-probabilities with gradients.
         """

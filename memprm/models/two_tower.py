@@ -34,8 +34,14 @@ class TextVectors:
     vectors are cached by text (``cache_size`` texts at most; emptied when full).
     """
 
-    def __init__(self, encoder: nn.Module, tokenizer: PreTrainedTokenizerBase, max_length: int, counts,
-                 cache_size: int = 200_000):  # fmt: skip
+    def __init__(
+        self,
+        encoder: nn.Module,
+        tokenizer: PreTrainedTokenizerBase,
+        max_length: int,
+        counts,
+        cache_size: int = 200_000,
+    ):
         self.encoder, self.tokenizer, self.max_length, self.cache_size = (
             encoder,
             tokenizer,

@@ -5,13 +5,8 @@ policy that acts is the LightningModule's ``policy`` attribute, read at iteratio
 played by the current weights. Episodes walk the rank's dialogues round-robin, each dialogue window by window
 from its own mainline bank; after a dialogue's last window its banks start over empty.
 
-State saved in checkpoints (``state_dict``): the cursor (next dialogue, next window of each), every
-dialogue's mainline and verbatim reference banks, the numpy and torch generator states, episodes produced.
-Lightning's loader fetches a batch ahead of the one being trained on, so under a Trainer the module keeps a
-snapshot of its state from before each batch it produced and drops it when the batch reaches training
-(``on_before_batch_transfer``); ``state_dict`` is the snapshot of the oldest batch not yet trained on. A run
-resumed from a checkpoint then replays the batch that had been fetched but not trained on, and plays the
-same episodes as one that was never interrupted.
+A run resumed from a checkpoint plays the same episodes as one that was never interrupted (what is saved, and
+how the batch fetched ahead is replayed: :meth:`RolloutDataModule.state_dict`).
 Under DDP each rank takes the dialogues ``dialogues[rank::world_size]`` and seeds its generators with
 ``seed + rank``, so ranks play different episodes.
 """
@@ -130,7 +125,16 @@ class RolloutDataModule(LightningDataModule):
 
     # ------------------------------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
-        """The state before the oldest batch produced but not yet trained on (module doc), else the current."""
+        """The state before the oldest batch produced but not yet trained on, else the current.
+
+        State saved in checkpoints: the cursor (next dialogue, next window of each), every dialogue's mainline
+        and verbatim reference banks, the numpy and torch generator states, episodes produced. Lightning's
+        loader fetches a batch ahead of the one being trained on, so under a Trainer the module keeps a
+        snapshot of its state from before each batch it produced (:meth:`before_batch`) and drops it when the
+        batch reaches training (:meth:`on_before_batch_transfer`); this is the snapshot of the oldest batch
+        not yet trained on. A run resumed from a checkpoint then replays the batch that had been fetched but
+        not trained on, and plays the same episodes as one that was never interrupted.
+        """
         return self._pending[0] if self._pending else self._state()
 
     def _state(self) -> dict[str, Any]:

@@ -11,17 +11,8 @@
    miss_t and the critic's shaping s̃_t (suffix-min by default);
 4. write one fork back as the new mainline, chosen uniformly at random (not the best).
 
-Wall time is split into policy, critic, embedding and the rest (``stats["time/..."]``). The group's LLM traffic
-(``llm/<role>/<counter>``, ``llm/questions``, ``llm/failures``, ``llm/failure_share``: what the group's calls
-added to :mod:`memprm.llm.stats`), its audits' failure and citation counts summed over the rollouts
-(``audit/failed_answers``, ``audit/failed_verdicts``, ``audit/failed_deletion_tests``, ``audit/citation_cap_hits``,
-``audit/dropped_citations``, ``audit/cited_share``, ``reader/missing_citations``) and the probes dropped for a
-failed gate answer (``probe/failed``) are in ``GroupBatch.stats`` too.
-
-A quiz question whose reader or judge call failed in any rollout of the group is dropped from every rollout's
-measurement — R, credit, coverage penalty, online labels (:func:`memprm.env.audit.exclude_questions`) — so
-the rollouts are compared on the same questions and no advantage comes from a failed call; the number dropped
-is ``audit/group_dropped_questions``.
+A question whose call failed in any rollout is dropped from every rollout's measurement; that rule and the
+group's stats are on :meth:`GroupRunner.run_group`.
 """
 
 from __future__ import annotations
@@ -94,7 +85,21 @@ class GroupRunner:
         greedy: bool = False,
     ) -> tuple[GroupBatch, MemoryBank]:
         """One episode. ``reference`` (the verbatim bank through the previous window) is advanced in place.
-        Returns the batch and the new mainline bank."""
+        Returns the batch and the new mainline bank.
+
+        A quiz question whose reader or judge call failed in any rollout of the group is dropped from every
+        rollout's measurement — R, credit, coverage penalty, online labels
+        (:func:`memprm.env.audit.exclude_questions`) — so the rollouts are compared on the same questions and
+        no advantage comes from a failed call; the number dropped is ``audit/group_dropped_questions``.
+
+        Wall time is split into policy, critic, embedding and the rest (``stats["time/..."]``). The group's
+        LLM traffic (``llm/<role>/<counter>``, ``llm/questions``, ``llm/failures``, ``llm/failure_share``:
+        what the group's calls added to :mod:`memprm.llm.stats`), its audits' failure and citation counts
+        summed over the rollouts (``audit/failed_answers``, ``audit/failed_verdicts``,
+        ``audit/failed_deletion_tests``, ``audit/citation_cap_hits``, ``audit/dropped_citations``,
+        ``audit/cited_share``, ``reader/missing_citations``) and the probes dropped for a failed gate answer
+        (``probe/failed``) are in ``GroupBatch.stats`` too.
+        """
         sw, t0 = self.stopwatch, time.perf_counter()
         before, llm_before = dict(sw.seconds), failures.snapshot()
         banks = [mainline.fork() for _ in range(self.cfg.group_size)]
@@ -172,9 +177,14 @@ def failure_stats(audits: AuditCounts, failed_probes: int) -> dict[str, float]:
     """A group's failure and citation counts (summed over its rollouts' audits) as ``GroupBatch.stats``."""
     out = {
         f"audit/{k}": float(getattr(audits, k))
-        for k in ("failed_answers", "failed_verdicts", "failed_deletion_tests", "citation_cap_hits",
-                  "dropped_citations")
-    }  # fmt: skip
+        for k in (
+            "failed_answers",
+            "failed_verdicts",
+            "failed_deletion_tests",
+            "citation_cap_hits",
+            "dropped_citations",
+        )
+    }
     return out | {
         "audit/cited_share": audits.cited_share,
         "reader/missing_citations": float(audits.missing_citations),

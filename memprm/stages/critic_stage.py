@@ -28,6 +28,8 @@ from memprm.models.critic_data import CriticDataModule
 from memprm.stages.critic_validity import critic_validity
 from memprm.stages.markers import Markers, StageKey
 from memprm.stages.relabel_stage import relabel_all
+from memprm.stages.run_context import Run, StageResult
+from memprm.stages.stage_keys import fresh_stage
 from memprm.stages.trainer import TrainerConfig, build_trainer
 
 log = logging.getLogger("memprm.stages")
@@ -41,6 +43,39 @@ class CriticStageResult:
     n_train: int
     n_val: int
     seconds: float
+
+
+def critic(cfg, run: Run) -> StageResult:
+    """Stage one of ``run``: reused from ``fit.stage_one_dir`` or from this folder when done under this
+    config, else computed (:func:`run_critic_stage`). ``cfg``: a :class:`memprm.config.MemprmConfig`."""
+    if not run.own_stage_one:
+        with run.measure("critic"):
+            run.out.critic = load_critic_stage(run.stage_one)
+        return StageResult("critic", True, f"critic reused from {run.stage_one / 'critic'}")
+    if run.markers.done(run.keys["critic"], "critic stage"):
+        with run.measure("critic"):
+            run.out.critic = load_critic_stage(run.dir)
+        return StageResult(
+            "critic", True, f"critic stage: done earlier with this config, reused from {run.dir / 'critic'}"
+        )
+    fresh_stage(run.dir, "critic", run.markers)
+    teacher_keys = (run.keys["teacher:train"], run.keys["teacher:dev"])
+    with run.measure("critic") as m:
+        c = run.out.critic = run_critic_stage(
+            run.stack,
+            run.splits["train"],
+            run.splits["dev"],
+            run.dir,
+            cfg.critic,
+            cfg.relabel,
+            cfg.trainer,
+            cfg.validity,
+            cfg.seed,
+            teacher_keys=teacher_keys,
+        )
+    run.markers.write(run.keys["critic"])
+    summary = f"critic stage ({m.seconds:.0f} s): {c.n_train} train / {c.n_val} dev examples\n{c.report.to_markdown()}"
+    return StageResult("critic", False, summary)
 
 
 def teacher_trajectories(
@@ -93,7 +128,9 @@ def run_critic_stage(
     t0 = time.perf_counter()
     markers = Markers(run_dir) if teacher_keys is not None else None
     tk, dk = teacher_keys or (None, None)
-    train_trajs = teacher_trajectories(stack, train, run_dir / "teacher" / "train", "teacher (train)", tk, markers)
+    train_trajs = teacher_trajectories(
+        stack, train, run_dir / "teacher" / "train", "teacher (train)", tk, markers
+    )
     dev_trajs = teacher_trajectories(stack, dev, run_dir / "teacher" / "dev", "teacher (dev)", dk, markers)
     train_lab, counts = relabel_all(train_trajs, stack.embedder, relabel_cfg)
     dev_lab, _ = relabel_all(dev_trajs, stack.embedder, relabel_cfg)
@@ -101,16 +138,28 @@ def run_critic_stage(
     dev_ex = [e for r in dev_lab for e in r.examples]
     module = CriticModule(critic_cfg, model=model, tokenizer=tokenizer)
     dm = CriticDataModule(
-        train_ex, dev_ex, module.tokenizer, critic_cfg.max_length, critic_cfg.batch_size, seed,
-        truncation_side=critic_cfg.truncation_side, miss_repeats=critic_cfg.miss_repeats,
-    )  # fmt: skip
+        train_ex,
+        dev_ex,
+        module.tokenizer,
+        critic_cfg.max_length,
+        critic_cfg.batch_size,
+        seed,
+        truncation_side=critic_cfg.truncation_side,
+        miss_repeats=critic_cfg.miss_repeats,
+    )
     trainer = build_trainer(trainer_cfg, run_dir / "tb", "critic", max_epochs=critic_cfg.max_epochs)
     trainer.fit(module, dm)
     critic = module.to_frozen()
     report = critic_validity(
-        lambda texts: critic.score(list(texts))[0], dev_lab, dev_trajs, dev, stack.env,
-        validity_cfg.thresholds, validity_cfg.deletion_frac, seed,
-    )  # fmt: skip
+        lambda texts: critic.score(list(texts))[0],
+        dev_lab,
+        dev_trajs,
+        dev,
+        stack.env,
+        validity_cfg.thresholds,
+        validity_cfg.deletion_frac,
+        seed,
+    )
     with replace_dir(run_dir / "critic") as out:
         save_critic(critic, out)
         report.write(out / "validity")

@@ -53,9 +53,14 @@ def critic_validity(
     writes = pick(lambda e: e.source == "teacher" and e.kind == "write")
     deletion = _deletion(score, trajs, dialogues, env, deletion_frac, seed)
     return compute_validity(
-        ranking=(phi, targets), noops=(missed, correct), merges=(forced, merges), writes=(adversarial, writes),
-        deletion=deletion, thresholds=thresholds, label=label,
-    )  # fmt: skip
+        ranking=(phi, targets),
+        noops=(missed, correct),
+        merges=(forced, merges),
+        writes=(adversarial, writes),
+        deletion=deletion,
+        thresholds=thresholds,
+        label=label,
+    )
 
 
 def _deletion(score, trajs, dialogues, env, frac: float, seed: int):

@@ -1,23 +1,12 @@
 """The online stage: GRPO of the policy on grouped rollouts with verified credit and critic shaping.
 
-Wiring (nothing stateful lives on the LightningModule but the policy and the current λ):
-
-- the environment goes into a :class:`GroupRunner`, injected into the :class:`RolloutDataModule`;
-- the frozen critic (or none, for arms without shaping) is reached through a :class:`CriticHandle`, so a
-  critic refresh swaps what the rollouts use;
-- the callbacks: λ(k) annealing, critic refresh (off by default), dev-checkpoint selection on the dev
-  *selection* half, the shaping-share monitor;
-- logs go to TensorBoard under ``tb/grpo``; the best policy by dev accuracy is loaded at the end;
-  ``grpo/critic_refresh.json`` lists every critic refresh (when on) with its audit and whether it was kept;
-- the stage ends at ``grpo.max_steps`` optimizer steps or ``grpo.batch_budget`` batches, whichever first.
-
-Resume after a kill: every ``grpo.checkpoint_every`` optimizer steps ``grpo/checkpoints/last.ckpt`` is
-written (atomically) with the policy's trainable weights, the optimizer, the loops, every callback's state,
-the rollout DataModule's state and the global random generators (:mod:`memprm.callbacks.resume_state`).
-``grpo/checkpoints/key.json`` holds the hash of the config the checkpoint belongs to: the stage resumes from
-``last.ckpt`` only under the same hash (else it starts over, clearing the checkpoints and ``tb/grpo``), cuts
-``tb/grpo``'s event files back to the checkpoint (:mod:`memprm.stages.tb_resume`) and appends the optimizer
-step it starts from to ``grpo/starts.json``.
+Wiring (nothing stateful lives on the LightningModule but the policy and the current λ): the environment goes
+into a :class:`GroupRunner`, injected into the :class:`RolloutDataModule`; the critic (none for arms
+without shaping) is reached through a :class:`CriticHandle`, so a refresh swaps what the rollouts use; the
+callbacks are λ(k) annealing, critic refresh (off by default), dev-checkpoint selection on the dev
+*selection* half, the shaping-share monitor and the LLM-failure stop. Logs go to ``tb/grpo``; the stage
+ends at ``grpo.max_steps`` optimizer steps or ``grpo.batch_budget`` batches, whichever first, with the best
+policy by dev accuracy loaded. A killed stage resumes from ``grpo/checkpoints/last.ckpt`` (:func:`train_grpo`).
 """
 
 from __future__ import annotations
@@ -30,10 +19,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from memprm.atomic import atomic_write_text
-from memprm.data.records import Dialogue
 from memprm.env.evaluate import evaluate_manager, greedy_manager
 from memprm.rollout.runner import GroupRunner
-from memprm.stages.trainer import TrainerConfig, build_trainer
+from memprm.stages.run_context import Run, StageResult
+from memprm.stages.trainer import build_trainer
 
 log = logging.getLogger("memprm.stages")
 
@@ -48,23 +37,41 @@ class GRPOStageResult:
     start_step: int = 0  # the optimizer step this process started from (> 0 after a resume)
 
 
-def run_grpo_stage(
-    cfg,  # MemprmConfig
-    stack,
-    policy,
-    critic,  # FrozenCritic | None
-    train: tuple[Dialogue, ...],
-    dev_selection: tuple[Dialogue, ...],
-    test_ids: set[str],
-    run_dir: Path,
-    trainer_cfg: TrainerConfig,
-    extra_callbacks=(),
-    dev: tuple[Dialogue, ...] = (),
-    stage_one: Path | None = None,
-    digest: str = "",
-) -> GRPOStageResult:
-    """``digest``: the hash of the config this stage runs under (:mod:`memprm.stages.markers`); a checkpoint
-    is resumed only when it was written under the same one."""
+def grpo(cfg, run: Run) -> StageResult:
+    """The GRPO stage of ``run``: skipped when done under its key (the final policy loaded), else run or
+    resumed (:func:`train_grpo`); the final policy (``policy_grpo.pt``) and the result
+    (``grpo/result.json``) are written before the marker. ``cfg``: a :class:`memprm.config.MemprmConfig`."""
+    from memprm.stages.sft_stage import load_policy, save_policy
+
+    key, result_path, final = run.keys["grpo"], run.dir / "grpo" / "result.json", run.dir / "policy_grpo.pt"
+    if run.markers.done(key, "GRPO stage") and final.is_file() and result_path.is_file():
+        load_policy(run.policy, final)
+        run.out.grpo = GRPOStageResult(**json.loads(result_path.read_text()))
+        return StageResult("grpo", True, f"GRPO: done earlier with this config, policy loaded from {final}")
+    run.markers.clear("grpo")
+    with run.measure("grpo"):
+        out = run.out.grpo = train_grpo(cfg, run)
+    save_policy(run.policy, final)
+    atomic_write_text(result_path, json.dumps(asdict(out), indent=1))
+    run.markers.write(key)
+    summary = (
+        f"GRPO: {out.steps} steps over {out.batches} batches; best dev-selection accuracy {out.best_dev_accuracy} "
+        f"at step {out.best_step}; rollout time outside model forwards: {100 * out.outside_models_share:.1f}%"
+    )
+    return StageResult("grpo", False, summary)
+
+
+def train_grpo(cfg, run: Run) -> GRPOStageResult:
+    """GRPO of ``run.policy`` on the train dialogues, shaped by stage one's critic (none when
+    ``rollout.shaping`` is ``none``); ``grpo/critic_refresh.json`` lists every critic refresh (when on).
+
+    Resume after a kill: every ``grpo.checkpoint_every`` optimizer steps ``grpo/checkpoints/last.ckpt`` is
+    written (atomically) with the policy's trainable weights, the optimizer, the loops, every callback's
+    state, the rollout DataModule's state and the global random generators
+    (:mod:`memprm.callbacks.resume_state`). ``grpo/checkpoints/key.json`` holds the hash of the config the
+    checkpoint belongs to: the stage resumes from ``last.ckpt`` only under the same hash (else it starts
+    over, clearing the checkpoints and ``tb/grpo``), cuts ``tb/grpo``'s event files back to the checkpoint
+    (:mod:`memprm.stages.tb_resume`) and appends the optimizer step it starts from to ``grpo/starts.json``."""
     from memprm.callbacks import CriticRefresh, DevCheckpointSelection, LambdaAnnealing, ShapingShareMonitor
     from memprm.callbacks.llm_failures import LLMFailureStop
     from memprm.callbacks.resume_state import AtomicCheckpointIO, ResumeState, StepCheckpoint
@@ -73,28 +80,40 @@ def run_grpo_stage(
     from memprm.rollout.datamodule import RolloutDataModule
     from memprm.stages.tb_resume import ResumableTensorBoardLogger
 
+    stack, run_dir, dev_selection = run.stack, run.dir, run.splits["dev_selection"]
+    critic = run.out.critic.critic if run.out.critic is not None and cfg.rollout.shaping != "none" else None
     handle = CriticHandle(critic) if critic is not None else None
-    runner = GroupRunner(stack.env, cfg.credit, cfg.rollout, handle.score if handle is not None else None,
-                         stack.stopwatch)  # fmt: skip
-    dm = RolloutDataModule(runner, train, cfg.rollout_data)
-    module = GRPOPolicyModule(policy, cfg.grpo)
+    score = handle.score if handle is not None else None
+    runner = GroupRunner(stack.env, cfg.credit, cfg.rollout, score, stack.stopwatch)
+    dm = RolloutDataModule(runner, run.splits["train"], cfg.rollout_data)
+    module = GRPOPolicyModule(run.policy, cfg.grpo)
 
     def dev_accuracy(p) -> float:
         return evaluate_manager(
             stack.env, dev_selection, greedy_manager(p), desc="dev", progress=False
         ).accuracy
 
-    selection = DevCheckpointSelection(dev_accuracy, cfg.dev_selection, dirpath=run_dir / "grpo",
-                                       dialogues=dev_selection, test_dialogue_ids=test_ids)  # fmt: skip
-    callbacks = [LambdaAnnealing(cfg.grpo.lambda0, cfg.grpo.lambda_inf, cfg.grpo.k_decay), selection,
-                 ShapingShareMonitor(cfg.shaping_monitor, cfg.grpo.weights),
-                 LLMFailureStop(cfg.llm.max_failure_share), *extra_callbacks]  # fmt: skip
+    selection = DevCheckpointSelection(
+        dev_accuracy,
+        cfg.dev_selection,
+        dirpath=run_dir / "grpo",
+        dialogues=dev_selection,
+        test_dialogue_ids={d.id for d in run.splits["test"]},
+    )
+    callbacks = [
+        LambdaAnnealing(cfg.grpo.lambda0, cfg.grpo.lambda_inf, cfg.grpo.k_decay),
+        selection,
+        ShapingShareMonitor(cfg.shaping_monitor),
+        LLMFailureStop(cfg.llm.max_failure_share),
+        *run.grpo_callbacks,
+    ]
     refresh = None
     if handle is not None and cfg.critic_refresh.every_n_steps > 0:
-        refresh = CriticRefresh(handle, cfg.critic_refresh, _validity_audit(cfg, stack, dev, stage_one))
+        audit = _validity_audit(cfg, stack, run.splits["dev"], run.stage_one)
+        refresh = CriticRefresh(handle, cfg.critic_refresh, audit)
         callbacks.append(refresh)
     ckpt_dir = run_dir / "grpo" / "checkpoints"
-    ckpt_path = _resume_point(ckpt_dir, run_dir / "tb" / "grpo", digest)
+    ckpt_path = _resume_point(ckpt_dir, run_dir / "tb" / "grpo", run.keys["grpo"].digest)
     logger = ResumableTensorBoardLogger(str(run_dir / "tb"), "grpo", ckpt_dir / "tb_sizes.json")
     if ckpt_path is not None:
         logger.resume_at(*_resume_facts(ckpt_path))
@@ -104,19 +123,31 @@ def run_grpo_stage(
     if cfg.grpo.checkpoint_every > 0:
         callbacks.append(StepCheckpoint(ckpt_dir, cfg.grpo.checkpoint_every))
     budget = cfg.grpo.batch_budget
-    trainer = build_trainer(trainer_cfg, run_dir / "tb", "grpo", callbacks, max_steps=cfg.grpo.max_steps,
-                            max_epochs=1, limit_train_batches=budget, logger=logger,
-                            plugins=[AtomicCheckpointIO()],
-                            enable_checkpointing=cfg.grpo.checkpoint_every > 0)  # fmt: skip
+    trainer = build_trainer(
+        cfg.trainer,
+        run_dir / "tb",
+        "grpo",
+        callbacks,
+        max_steps=cfg.grpo.max_steps,
+        max_epochs=1,
+        limit_train_batches=budget,
+        logger=logger,
+        plugins=[AtomicCheckpointIO()],
+        enable_checkpointing=cfg.grpo.checkpoint_every > 0,
+    )
     logger.progress = lambda: trainer.fit_loop.epoch_loop.batch_progress.total.ready
-    with warnings.catch_warnings():  # the episodes do resume: through the DataModule's state, not the loader's
+    with (
+        warnings.catch_warnings()
+    ):  # the episodes do resume: through the DataModule's state, not the loader's
         warnings.filterwarnings("ignore", message=".*your dataloader is not resumable")
         warnings.filterwarnings("ignore", message=".*Checkpoint directory .* exists and is not empty")
         trainer.fit(module, dm, ckpt_path=ckpt_path)
     batches = trainer.fit_loop.epoch_loop.batch_progress.total.completed
     if refresh is not None and trainer.is_global_zero:  # every refresh: step, replay size, kept / rolled back
         history = [asdict(r) for r in refresh.history]
-        atomic_write_text(run_dir / "grpo" / "critic_refresh.json", json.dumps({"history": history}, indent=1))
+        atomic_write_text(
+            run_dir / "grpo" / "critic_refresh.json", json.dumps({"history": history}, indent=1)
+        )
     if trainer.global_step < cfg.grpo.max_steps:
         warnings.warn(
             f"GRPO stopped at its batch budget ({batches} of grpo.max_batches = {budget} batches) after "
@@ -126,8 +157,14 @@ def run_grpo_stage(
         )
     sw = runner.stopwatch.seconds
     outside = 1.0 - sw.get("rollout_models", 0.0) / max(sw.get("rollout", 0.0), 1e-9)
-    return GRPOStageResult(trainer.global_step, batches, selection.best_score, selection.best_step, outside,
-                           resume.start_step or 0)  # fmt: skip
+    return GRPOStageResult(
+        trainer.global_step,
+        batches,
+        selection.best_score,
+        selection.best_step,
+        outside,
+        resume.start_step or 0,
+    )
 
 
 def _resume_point(ckpt_dir: Path, tb_dir: Path, digest: str) -> Path | None:
@@ -170,9 +207,10 @@ def _validity_audit(cfg, stack, dev, stage_one: Path | None):
     relabeled, _ = relabel_all(trajs, stack.embedder, cfg.relabel)
 
     def audit(critic):
+        v = cfg.validity
+        score = lambda t: critic.score(list(t))[0]  # noqa: E731
         return critic_validity(
-            lambda t: critic.score(list(t))[0], relabeled, trajs, dev, stack.env,
-            cfg.validity.thresholds, cfg.validity.deletion_frac, cfg.seed,
-        )  # fmt: skip
+            score, relabeled, trajs, dev, stack.env, v.thresholds, v.deletion_frac, cfg.seed
+        )
 
     return audit

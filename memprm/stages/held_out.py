@@ -8,8 +8,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 from memprm.data.records import Dialogue
-from memprm.env.evaluate import EvalResult, evaluate_manager
+from memprm.env.evaluate import EvalResult, evaluate_manager, greedy_manager
 from memprm.env.memory_env import Manager, MemoryEnv
+from memprm.inspect.trail import TEST_TRAIL, TrailRecorder
+from memprm.models.trainable import load_trainable_state, trainable_state
+from memprm.stages.run_context import Run, StageResult
 
 
 def evaluate_managers(
@@ -23,12 +26,18 @@ def evaluate_managers(
 def results_table(results: Mapping[str, EvalResult], split: str = "test") -> str:
     cats = sorted({c for r in results.values() for c in r.by_category})
     head = "| manager | accuracy | " + " | ".join(cats) + " | context tokens | entries | versions/entry |"
-    lines = [f"### {split} ({next(iter(results.values())).n_questions if results else 0} questions)", "", head,
-             "|" + "---|" * (5 + len(cats))]  # fmt: skip
+    lines = [
+        f"### {split} ({next(iter(results.values())).n_questions if results else 0} questions)",
+        "",
+        head,
+        "|" + "---|" * (5 + len(cats)),
+    ]
     for name, r in results.items():
         per = " | ".join(f"{100 * r.by_category.get(c, float('nan')):.1f}" for c in cats)
-        lines.append(f"| {name} | {100 * r.accuracy:.1f} | {per} | {r.context_tokens:.0f} | {r.entries:.1f} | "
-                     f"{r.versions_per_entry:.2f} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {100 * r.accuracy:.1f} | {per} | {r.context_tokens:.0f} | {r.entries:.1f} | "
+            f"{r.versions_per_entry:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -46,3 +55,55 @@ def write_results(results: Mapping[str, EvalResult], run_dir: Path, split: str =
             for k, v in r.as_metrics(f"{split}/{name}").items():
                 w.add_scalar(k, v, 0)
     return table
+
+
+def test(cfg, run: Run) -> StageResult:
+    """The test stage of ``run``: its table reloaded when done under its key, else every policy state the run
+    has (untrained, SFT, GRPO) and the heuristic teacher on the test dialogues, audited into
+    ``test_audit.jsonl`` (:func:`evaluate_states`). ``cfg``: a :class:`memprm.config.MemprmConfig`."""
+    if run.markers.done(run.keys["test"], "test stage") and (run.dir / "test_results.json").is_file():
+        saved = json.loads((run.dir / "test_results.json").read_text())
+        run.out.test = {k: EvalResult(**v) for k, v in saved.items()}
+        run.out.table = (run.dir / "test_results.md").read_text().rstrip("\n")
+        return StageResult(
+            "test", True, "test stage: done earlier with this config; its table:\n" + run.out.table
+        )
+    run.markers.clear("test")
+    with run.measure("test"):
+        run.out.test = evaluate_states(cfg, run)
+        run.out.table = write_results(run.out.test, run.dir, "test")
+    run.markers.write(run.keys["test"])
+    return StageResult("test", False, run.out.table)
+
+
+def evaluate_states(cfg, run: Run) -> dict[str, EvalResult]:
+    """Test accuracy of every policy state the run has, beside the heuristic teacher (``fit.test_baselines``;
+    else the final state only); every exam is audited into ``test_audit.jsonl``, with the critic's φ at each
+    gate when the run has a critic. The policy is left as training left it."""
+    critic = run.out.critic
+    trail = TrailRecorder(cfg.credit, critic.critic.score if critic is not None else None)
+    current = trainable_state(run.policy)
+    states = {"untrained": run.snapshots["untrained"]}
+    if "sft" in cfg.fit.stages and cfg.sft.steps > 0:
+        states["SFT"] = run.snapshots["SFT"]
+    if "grpo" in cfg.fit.stages:
+        states[f"GRPO ({cfg.arm})"] = current
+    env, test_dialogues = run.stack.env, run.splits["test"]
+    results = {}
+    if cfg.fit.test_baselines:
+        observer = trail.observer("heuristic teacher")
+        teacher = run.stack.teacher
+        results["heuristic teacher"] = evaluate_manager(
+            env, test_dialogues, teacher, "test: teacher", audit=True, on_dialogue=observer
+        )
+    else:  # the run's final policy only
+        states = dict([list(states.items())[-1]])
+    for name, state in states.items():
+        load_trainable_state(run.policy, state)
+        manager = greedy_manager(run.policy)
+        results[name] = evaluate_manager(
+            env, test_dialogues, manager, f"test: {name}", audit=True, on_dialogue=trail.observer(name)
+        )
+    load_trainable_state(run.policy, current)
+    trail.write(run.dir / TEST_TRAIL)
+    return results

@@ -34,13 +34,28 @@ STAGE_SECTIONS: dict[str, tuple[str, ...]] = {
     "teacher": (*ENV_SECTIONS, "teacher"),
     "critic": ("relabel", "critic", "validity", "trainer", "seed"),
     "sft": ("policy", "sft", "notes", "seed"),
-    "grpo": (*ENV_SECTIONS, "policy", "credit", "rollout", "rollout_data", "grpo", "dev_selection",
-             "critic_refresh", "shaping_monitor", "trainer"),  # fmt: skip
+    "grpo": (
+        *ENV_SECTIONS,
+        "policy",
+        "credit",
+        "rollout",
+        "rollout_data",
+        "grpo",
+        "dev_selection",
+        "critic_refresh",
+        "shaping_monitor",
+        "trainer",
+    ),
     "test": (*ENV_SECTIONS, "teacher", "policy", "arm", "fit.stages", "fit.test_baselines"),
 }
 #: settings that never change a stage's outputs (display, logging, checkpoint cadence): not hashed, so
 #: changing them on a rerun does not redo finished work.
-IGNORED = ("trainer.progress_bar", "trainer.log_every_n_steps", "grpo.checkpoint_every", "llm.max_failure_share")
+IGNORED = (
+    "trainer.progress_bar",
+    "trainer.log_every_n_steps",
+    "grpo.checkpoint_every",
+    "llm.max_failure_share",
+)
 #: the fields of an LLM endpoint that decide its answers (those of the response cache key); timeouts,
 #: retries, concurrency and the URL do not.
 LLM_ANSWER_FIELDS = ("model", "model_version", "temperature", "max_tokens")
@@ -80,8 +95,10 @@ def select_sections(cfg: Mapping[str, Any], paths: Iterable[str], ignored: Itera
             node, dst = node[k], dst.setdefault(k, {})
         dst[last] = copy.deepcopy(node[last])
     if isinstance(out.get("llm"), dict):
-        out["llm"] = {role: e if not isinstance(e, dict) else {k: e[k] for k in LLM_ANSWER_FIELDS if k in e}
-                      for role, e in out["llm"].items()}  # fmt: skip
+        out["llm"] = {
+            role: e if not isinstance(e, dict) else {k: e[k] for k in LLM_ANSWER_FIELDS if k in e}
+            for role, e in out["llm"].items()
+        }
     for dotted in ignored:
         *parents, last = dotted.split(".")
         node = out
@@ -153,8 +170,11 @@ class Markers:
             return True
         changed = changed_keys(doc.get("config", {}), key.config)
         changed += [f"upstream {u}" for u in changed_keys(doc.get("upstream", {}), key.upstream)]
-        log.warning("%s: its config changed since it ran (%s); redoing it", what,
-                    ", ".join(changed) or "unknown difference")  # fmt: skip
+        log.warning(
+            "%s: its config changed since it ran (%s); redoing it",
+            what,
+            ", ".join(changed) or "unknown difference",
+        )
         return False
 
     def write(self, key: StageKey) -> None:

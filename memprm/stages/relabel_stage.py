@@ -45,7 +45,7 @@ def relabel_trajectory(traj: DialogueTrajectory, embedder: Embedder, cfg: Relabe
             kind=ex.source,
             op_id=ex.op_id,
             tier=str(ex.tier),
-        )  # fmt: skip
+        )
         for ex in res.examples
     )
     return RelabeledDialogue(traj.dialogue_id, res.examples, examples, res.counts)

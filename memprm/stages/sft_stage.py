@@ -3,25 +3,35 @@
 Each teacher gate decision is rebuilt into the observation the teacher saw (the turn from the dialogue, the
 session date, the logged context and neighbours) and the action it took; the policy turns the pair into its
 own training sample (``policy.sample_for``) and SFT minimizes −log π(teacher action), each sample weighted
-by the inverse frequency of its action kind to the power ``sft.balance``. Losses go to
-TensorBoard under ``tb/sft``.
+by the inverse frequency of its action kind to the power ``sft.balance``. :func:`train_sft` runs it: a
+Lightning Trainer (:func:`memprm.stages.trainer.build_trainer`, on the policy's device) fits
+:class:`memprm.models.sft.SFTModule` on :func:`memprm.models.sft.sft_dataloader`'s batches, and the
+per-step loss ``sft/loss`` goes to TensorBoard under ``tb/sft``.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
+from memprm.atomic import atomic_torch_save, atomic_write_text
 from memprm.credit.tiers import TeacherDecision
 from memprm.data.records import Dialogue
 from memprm.env.gates import Action, Observation
 from memprm.env.memory_env import session_timestamp
+from memprm.env.policy import GateSample
 from memprm.env.trajectories import DialogueTrajectory
 from memprm.llm.notes import NoteWriter, RuleNoteWriter, notes_for
-from memprm.models.policy_api import GateSample
-from memprm.stages.atomic import atomic_torch_save, atomic_write_text
+from memprm.models.trainable import load_trainable_state, trainable_state
+from memprm.stages.markers import Markers
+from memprm.stages.run_context import Run, StageResult
+from memprm.stages.stage_keys import fresh_stage
+from memprm.stages.trainer import TrainerConfig, build_trainer
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,39 @@ class SFTConfig:
             raise ValueError(f"sft.balance must be in [0, 1], got {self.balance}")
 
 
+def sft(cfg, run: Run) -> StageResult:
+    """The SFT stage of ``run``: the policy loaded when done under its key, else trained on stage one's
+    teacher trajectories (:func:`run_sft_stage`). The trained state is kept for the test table.
+    ``cfg``: a :class:`memprm.config.MemprmConfig`."""
+    from memprm.stages.critic_stage import teacher_trajectories
+
+    key, outputs = run.keys["sft"], ("policy_sft.pt", "sft_losses.json")
+    done = cfg.sft.steps == 0 or all((run.dir / f).is_file() for f in outputs)
+    if run.markers.done(key, "SFT stage") and done:
+        if cfg.sft.steps:
+            load_policy(run.policy, run.dir / "policy_sft.pt")
+            run.out.sft_losses = json.loads((run.dir / "sft_losses.json").read_text())
+        summary = f"SFT: done earlier with this config, policy loaded from {run.dir / 'policy_sft.pt'}"
+        reused = True
+    else:
+        fresh_stage(run.dir, "sft", run.markers)
+        folder, tkey = run.stage_one / "teacher" / "train", run.keys["teacher:train"]
+        trajs = teacher_trajectories(
+            run.stack, run.splits["train"], folder, "teacher (train)", tkey, Markers(run.stage_one)
+        )
+        with run.measure("sft"):
+            run.out.sft_losses = run_sft_stage(
+                run.policy, trajs, run.splits["train"], cfg.sft, run.dir, cfg.seed, run.stack.env.notes
+            )
+        run.markers.write(key)
+        summary, reused = "SFT: trained", False
+    losses = run.out.sft_losses
+    if losses:
+        summary += f"; loss {losses[0]:.3f} -> {losses[-1]:.3f} over {len(losses)} steps"
+    run.snapshots["SFT"] = trainable_state(run.policy)
+    return StageResult("sft", reused, summary)
+
+
 def observation_from_decision(
     dialogue: Dialogue, window: int, d: TeacherDecision, notes: NoteWriter | None = None
 ) -> Observation:
@@ -69,12 +112,17 @@ def action_of(d: TeacherDecision) -> Action:
 
 
 def sft_samples(
-    policy, trajs: Sequence[DialogueTrajectory], dialogues: Sequence[Dialogue], notes: NoteWriter | None = None
+    policy,
+    trajs: Sequence[DialogueTrajectory],
+    dialogues: Sequence[Dialogue],
+    notes: NoteWriter | None = None,
 ) -> list[GateSample]:
     return [s for s, _ in samples_and_kinds(policy, trajs, dialogues, notes)]
 
 
-def samples_and_kinds(policy, trajs, dialogues, notes: NoteWriter | None = None) -> list[tuple[GateSample, str]]:
+def samples_and_kinds(
+    policy, trajs, dialogues, notes: NoteWriter | None = None
+) -> list[tuple[GateSample, str]]:
     """(the policy's sample, the teacher action's kind) for every teacher gate decision, in log order."""
     by_id = {d.id: d for d in dialogues}
     out = []
@@ -93,9 +141,7 @@ def samples_and_kinds(policy, trajs, dialogues, notes: NoteWriter | None = None)
 def run_sft_stage(
     policy, trajs, dialogues, cfg: SFTConfig, run_dir: Path, seed: int, notes: NoteWriter | None = None
 ) -> list[float]:
-    from torch.utils.tensorboard import SummaryWriter
-
-    from memprm.models.sft import balance_weights, sft_train
+    from memprm.models.sft import balance_weights
 
     if cfg.steps == 0:
         return []
@@ -104,29 +150,65 @@ def run_sft_stage(
         raise ValueError("SFT: the teacher trajectories hold no gate decisions")
     samples, kinds = [s for s, _ in pairs], [k for _, k in pairs]
     weights = balance_weights(kinds, cfg.balance)
-    losses = sft_train(policy, samples, cfg.steps, cfg.lr, cfg.batch_size, seed, weights=weights)
-    with SummaryWriter(str(run_dir / "tb" / "sft")) as w:
-        for i, loss in enumerate(losses):
-            w.add_scalar("sft/loss", loss, i)
+    losses = train_sft(
+        policy, samples, cfg.steps, cfg.lr, cfg.batch_size, seed, weights=weights, tb_dir=run_dir / "tb"
+    )
     save_policy(policy, run_dir / "policy_sft.pt")
     atomic_write_text(run_dir / "sft_losses.json", json.dumps(losses))
     return losses
 
 
+def train_sft(
+    policy,
+    samples: Sequence[GateSample],
+    steps: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+    *,
+    weights: torch.Tensor | None = None,
+    weight_decay: float = 0.0,
+    tb_dir: Path | None = None,
+    progress: bool = True,
+) -> list[float]:
+    """``steps`` AdamW steps of SFT (:class:`memprm.models.sft.SFTModule`) on mini-batches of ``samples``
+    (with their ``weights`` [N] when given) by a Lightning Trainer on the policy's device; returns each
+    step's loss. ``sft/loss`` goes to TensorBoard under ``tb_dir/sft`` (no logger when ``tb_dir`` is None)."""
+    from memprm.logs import progress_bars_enabled
+    from memprm.models.sft import SFTModule, sft_dataloader
+
+    loader = sft_dataloader(samples, batch_size, steps, seed, weights)
+    module = SFTModule(policy, lr, weight_decay)
+    device = next(policy.parameters()).device
+    gpu = device.type == "cuda"
+    cfg = TrainerConfig(
+        accelerator="gpu" if gpu else "cpu", progress_bar=progress and progress_bars_enabled()
+    )
+    trainer = build_trainer(
+        cfg,
+        tb_dir or Path.cwd(),
+        "sft",
+        max_steps=steps,
+        max_epochs=1,
+        devices=[device.index or 0] if gpu else 1,
+        **({} if tb_dir is not None else {"logger": False}),
+    )
+    with warnings.catch_warnings():  # one process, no loader workers, and the policy in eval mode: on purpose
+        warnings.filterwarnings("ignore", message=".*does not have many workers")
+        warnings.filterwarnings("ignore", message=r".*module\(s\) in eval mode")
+        trainer.fit(module, loader)
+    policy.to(device)  # Lightning's teardown moves the module to the CPU
+    if len(module.losses) != steps:
+        raise RuntimeError(f"SFT: {len(module.losses)} of {steps} steps were taken")
+    return module.losses
+
+
 def save_policy(policy, path: Path) -> Path:
     """The policy's trainable parameters only (LoRA + head): small, and enough to restore it."""
-    state = {k: v.detach().cpu() for k, v in policy.named_parameters() if v.requires_grad}
-    return atomic_torch_save(state, path)
+    return atomic_torch_save(trainable_state(policy), path)
 
 
 def load_policy(policy, path: Path) -> None:
-    import torch
-
+    """Load a file of :func:`save_policy` into ``policy`` (its trainable parameters, in place)."""
     state = torch.load(path, map_location="cpu", weights_only=True)
-    own = dict(policy.named_parameters())
-    missing = sorted(set(state) - set(own))
-    if missing:
-        raise ValueError(f"{path}: parameters {missing[:3]} are not in this policy (another model?)")
-    with torch.no_grad():
-        for k, v in state.items():
-            own[k].copy_(v)
+    load_trainable_state(policy, state, where=str(path))

@@ -37,11 +37,14 @@ def plan_keys(cfg, splits: DataSplits, stage_one_critic: str | None = None) -> d
     keys: dict[str, StageKey] = {}
     cal = "off"
     if cfg.reader.kind == "extractive" and cfg.reader.calibrate_abstention:
-        keys["calibration"] = stage_key(raw, "calibration", {"data:dev_calibration": digest["dev_calibration"]})
+        keys["calibration"] = stage_key(
+            raw, "calibration", {"data:dev_calibration": digest["dev_calibration"]}
+        )
         cal = keys["calibration"].digest
     for split in ("train", "dev"):
-        keys[f"teacher:{split}"] = stage_key(raw, f"teacher:{split}", {f"data:{split}": digest[split],
-                                                                         "calibration": cal})  # fmt: skip
+        keys[f"teacher:{split}"] = stage_key(
+            raw, f"teacher:{split}", {f"data:{split}": digest[split], "calibration": cal}
+        )
     teacher = {s: keys[s].digest for s in ("teacher:train", "teacher:dev")}
     keys["critic"] = stage_key(raw, "critic", teacher)
     keys["sft"] = stage_key(raw, "sft", {"teacher:train": teacher["teacher:train"]})
@@ -50,14 +53,20 @@ def plan_keys(cfg, splits: DataSplits, stage_one_critic: str | None = None) -> d
     critic = "none"
     if "critic" in stages and cfg.rollout.shaping != "none":
         critic = keys["critic"].digest if stage_one_critic is None else stage_one_critic
-    grpo_up = {"calibration": cal, "policy_start": start, "critic": critic, "data:train": digest["train"],
-               "data:dev_selection": digest["dev_selection"]}  # fmt: skip
+    grpo_up = {
+        "calibration": cal,
+        "policy_start": start,
+        "critic": critic,
+        "data:train": digest["train"],
+        "data:dev_selection": digest["dev_selection"],
+    }
     if critic != "none" and cfg.critic_refresh.every_n_steps > 0:
         grpo_up["teacher:dev"] = teacher["teacher:dev"]
     keys["grpo"] = stage_key(raw, "grpo", grpo_up)
     trained = keys["grpo"].digest if "grpo" in stages else "none"
-    keys["test"] = stage_key(raw, "test", {"calibration": cal, "sft": start, "grpo": trained,
-                                           "data:test": digest["test"]})  # fmt: skip
+    keys["test"] = stage_key(
+        raw, "test", {"calibration": cal, "sft": start, "grpo": trained, "data:test": digest["test"]}
+    )
     return keys
 
 
@@ -73,8 +82,9 @@ def write_config(run_dir: Path, text: str) -> int | None:
         while (run_dir / f"config.{k}.yaml").exists():
             k += 1
         path.replace(run_dir / f"config.{k}.yaml")
-        log.warning("%s: this run's config differs from the folder's earlier one, kept as config.%d.yaml",
-                    path, k)  # fmt: skip
+        log.warning(
+            "%s: this run's config differs from the folder's earlier one, kept as config.%d.yaml", path, k
+        )
         atomic_write_text(path, text)
         return k
     atomic_write_text(path, text)

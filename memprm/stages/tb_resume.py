@@ -88,5 +88,9 @@ def scalar_points(folder: Path) -> list[tuple[str, int]]:
     """(tag, step) of every summary value in ``folder``'s event files, as written."""
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 
-    return [(v.tag, int(e.step)) for f in sorted(Path(folder).glob(EVENTS_GLOB))
-            for e in EventFileLoader(str(f)).Load() for v in e.summary.value]  # fmt: skip
+    return [
+        (v.tag, int(e.step))
+        for f in sorted(Path(folder).glob(EVENTS_GLOB))
+        for e in EventFileLoader(str(f)).Load()
+        for v in e.summary.value
+    ]

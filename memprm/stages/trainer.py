@@ -39,11 +39,17 @@ def build_trainer(cfg: TrainerConfig, run_dir: Path, name: str, callbacks=(), **
         torch.multiprocessing.set_sharing_strategy("file_system")
 
     kwargs = dict(
-        accelerator=cfg.accelerator, devices=cfg.devices, strategy=cfg.strategy, precision=cfg.precision,
+        accelerator=cfg.accelerator,
+        devices=cfg.devices,
+        strategy=cfg.strategy,
+        precision=cfg.precision,
         log_every_n_steps=cfg.log_every_n_steps,
-        enable_progress_bar=cfg.progress_bar, enable_checkpointing=False, enable_model_summary=False,
-        logger=TensorBoardLogger(str(run_dir), name=name, version=""), callbacks=list(callbacks),
+        enable_progress_bar=cfg.progress_bar,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        logger=TensorBoardLogger(str(run_dir), name=name, version=""),
+        callbacks=list(callbacks),
         num_sanity_val_steps=0,
-    )  # fmt: skip
+    )
     kwargs.update(overrides)
     return Trainer(**kwargs)

@@ -1,4 +1,4 @@
-"""Generating dialogues and splitting them LoCoMo-style (the package docstring describes the data)."""
+"""Generating dialogues and splitting them LoCoMo-style (design: ``docs/design/synthetic_data.md``)."""
 
 from __future__ import annotations
 
@@ -59,8 +59,13 @@ def _generate(cfg: SyntheticConfig, index: int) -> tuple[Dialogue, list[_Note]]:
     for s, d in enumerate(days, start=1):
         lines = renderer.session(s, d)
         if len(lines) > cfg.turns_per_session:
-            notes.append(_Note(False, GROWN, f"{did} session {s}: {len(lines)} turns "
-                                             f"(+{len(lines) - cfg.turns_per_session})"))  # fmt: skip
+            notes.append(
+                _Note(
+                    False,
+                    GROWN,
+                    f"{did} session {s}: {len(lines)} turns (+{len(lines) - cfg.turns_per_session})",
+                )
+            )
         turns = []
         for t, line in enumerate(lines, start=1):
             tid, speaker = f"D{s}:{t}", people[line.speaker].name
@@ -79,8 +84,13 @@ def _generate(cfg: SyntheticConfig, index: int) -> tuple[Dialogue, list[_Note]]:
         picked = round_robin(rng, candidates[category], n)
         n_cands = sum(len(g) for g in candidates[category])
         for _ in range(n - len(picked)):
-            notes.append(_Note(True, f"{category} question not formed (too few candidates)",
-                               f"{did}: {len(picked)} of {n} from {n_cands} candidates"))  # fmt: skip
+            notes.append(
+                _Note(
+                    True,
+                    f"{category} question not formed (too few candidates)",
+                    f"{did}: {len(picked)} of {n} from {n_cands} candidates",
+                )
+            )
         drafts += picked
     rng.shuffle(drafts)
     order = {tid: i for i, tid in enumerate(t.id for sess in sessions for t in sess.turns)}
@@ -94,7 +104,7 @@ def _generate(cfg: SyntheticConfig, index: int) -> tuple[Dialogue, list[_Note]]:
             evidence=tuple(sorted({turn_of[s] for s in q.evidence}, key=order.__getitem__)),
             date=last_date,
             unanswerable=q.unanswerable,
-        )  # fmt: skip
+        )
         for i, q in enumerate(drafts, start=1)
     )
     names = tuple(p.name for p in people)
@@ -132,9 +142,12 @@ def generate_synthetic(cfg: SyntheticConfig) -> DataSplits:
     extra = sum(n - cfg.turns_per_session for n in lengths)  # sessions are never shorter than the target
     if extra:
         grown = sum(n > cfg.turns_per_session for n in lengths)
-        report.repair(GROWN_TOTAL, f"+{extra} turns ({100 * extra / (cfg.turns_per_session * len(lengths)):.0f}%) "
-                                   f"in {grown} of {len(lengths)} sessions; mean {sum(lengths) / len(lengths):.1f}, "
-                                   f"max {max(lengths)} turns per session vs {cfg.turns_per_session}")  # fmt: skip
+        report.repair(
+            GROWN_TOTAL,
+            f"+{extra} turns ({100 * extra / (cfg.turns_per_session * len(lengths)):.0f}%) "
+            f"in {grown} of {len(lengths)} sessions; mean {sum(lengths) / len(lengths):.1f}, "
+            f"max {max(lengths)} turns per session vs {cfg.turns_per_session}",
+        )
     train = tuple(dialogues[: cfg.n_train])
     dev = tuple(dialogues[cfg.n_train : cfg.n_train + cfg.n_dev])
     halves = [split_questions(d) for d in dev]

@@ -80,8 +80,15 @@ class SyntheticConfig:
             if f.type == "int" and not isinstance(value, int):
                 raise ValueError(f"SyntheticConfig.{f.name} must be an integer, got {value!r}")
         positive = ("n_dialogues", "sessions_per_dialogue", "min_gap_days")
-        non_negative = ("n_train", "n_dev", "events_per_session", "profile_attributes", "max_overturns",
-                        "min_filler_exchanges", *(f"n_{c.replace('-', '_')}" for c in CATEGORIES))  # fmt: skip
+        non_negative = (
+            "n_train",
+            "n_dev",
+            "events_per_session",
+            "profile_attributes",
+            "max_overturns",
+            "min_filler_exchanges",
+            *(f"n_{c.replace('-', '_')}" for c in CATEGORIES),
+        )
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"SyntheticConfig.{name} must be >= 1, got {getattr(self, name)}")

@@ -83,11 +83,17 @@ def draft_questions(
             updates.append(
                 Draft("knowledge-update", ask(a.ask_now, name), now.value, tuple(m.serial for m in values))
             )
-            previous.append([
-                Draft("previous-value", ask(a.ask_before, name, new=after.value, a_new=article(after.value)),
-                      before.value, (before.serial, after.serial))
-                for before, after in zip(values, values[1:], strict=False)
-            ])  # fmt: skip
+            previous.append(
+                [
+                    Draft(
+                        "previous-value",
+                        ask(a.ask_before, name, new=after.value, a_new=article(after.value)),
+                        before.value,
+                        (before.serial, after.serial),
+                    )
+                    for before, after in zip(values, values[1:], strict=False)
+                ]
+            )
         # multi-hop joins only facts told in different sessions: one session window never holds both
         for e in events:
             if e.owner == owner and e.session != now.session:

@@ -70,9 +70,12 @@ class Renderer:
         person = self.people[e.owner]
         comment = self.rng.choice(COMMENTS)
         text = self.rng.choice(EVENT_TELLS).format(
-            rel=e.when.text, Rel=cap(e.when.text), past=e.activity.past.format(poss="my", d=e.detail),
-            comment=comment, Comment=cap(comment),
-        )  # fmt: skip
+            rel=e.when.text,
+            Rel=cap(e.when.text),
+            past=e.activity.past.format(poss="my", d=e.detail),
+            comment=comment,
+            Comment=cap(comment),
+        )
         answer = resolve_relative_time(e.when, day)
         lead = f"In {answer}" if e.when.week else f"On {answer}"
         fact = f"{lead}, {person.name} {e.activity.past.format(poss=person.poss, d=e.detail)}."

@@ -35,3 +35,16 @@ def tiny_scoring_policy(seed: int = 0, head_std: float = 2.0, **cfg):
         policy = build_policy(PolicyConfig(**cfg), model=tiny_bert_config(tok), tokenizer=tok)
         torch.nn.init.normal_(policy.head.weight, std=head_std)
     return policy
+
+
+def tiny_frozen_critic(lora_dropout: float = 0.0, **cfg):
+    """A frozen critic on a random 2-layer BERT with MiniLM's tokenizer, seeded (torch's generator left as
+    it was); ``cfg``: further :class:`~memprm.models.critic_config.CriticConfig` fields (``max_length`` 32)."""
+    from memprm.models.backbone_config import BackboneConfig
+    from memprm.models.critic import CriticConfig, CriticModule
+
+    tok = minilm_tokenizer()
+    config = CriticConfig(backbone=BackboneConfig(lora_dropout=lora_dropout), **{"max_length": 32, **cfg})
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return CriticModule(config, model=tiny_bert_config(tok), tokenizer=tok).to_frozen()

@@ -3,7 +3,7 @@
 It is a real HTTP server on 127.0.0.1 with an ephemeral port, threaded, speaking ``POST /v1/chat/completions``
 with the real response schema (``id, object, created, model, choices[0].message.content, finish_reason,
 usage{prompt_tokens, completion_tokens, total_tokens}``). Tests import it with ``from chat_server import ...``
-(pytest puts ``tests/`` on ``sys.path`` because there is no ``tests/__init__.py``).
+(as ``helpers.chat_server``: pytest puts ``tests/`` on ``sys.path`` because there is no ``tests/__init__.py``).
 
 Behaviour per request comes from a script (a FIFO queue), else from the ``fault`` schedule
 ``callable(n) -> Behaviour | None`` (``n`` = 0-based number of the chat request; see :func:`after`,

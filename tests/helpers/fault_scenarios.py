@@ -1,6 +1,6 @@
 """Exam + audit of one small bank with an LLM reader and judge on the loopback server, under fault modes.
 
-A helper module (not a test file): the tests import :func:`run_mode`, and ``python tests/fault_scenarios.py``
+A helper module (not a test file): the tests import :func:`run_mode`, and ``python tests/helpers/fault_scenarios.py``
 prints the table of every mode (what the exam and the audit did, and each entry's credit against the
 fault-free run). The bank, the questions and the responder are fixed, so every number is reproducible:
 
@@ -16,10 +16,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: ``helpers`` imports as a package
 
-from chat_server import ChatServer, Fault, after, always, every, exam_responder, hang, status  # noqa: E402
-
+from helpers.chat_server import ChatServer, Fault, after, always, every, exam_responder, hang, status  # noqa: E402
 from memprm.credit import CreditConfig, PresenceWeights, presence_credit  # noqa: E402
 from memprm.credit.types import AuditRecord  # noqa: E402
 from memprm.data.records import Question  # noqa: E402

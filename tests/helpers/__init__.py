@@ -1,0 +1,1 @@
+"""Builders and doubles the tests share: tiny models, fake LLM clients, the loopback chat server, fault scenarios."""
