@@ -13,20 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
+from memprm.data.dates import MONTH_NAMES
+
+MONTHS = MONTH_NAMES  # one month table for the generator, the reader and the notes (memprm.data.dates)
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
