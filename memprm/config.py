@@ -1,6 +1,8 @@
 """Typed configs: plain YAML files mirrored by frozen dataclasses.
 
-Each option is documented once, on its dataclass field (next to the code that uses it). A YAML file and
+Each option is documented once, on its dataclass field. A section's dataclass lives in the module it configures,
+or, when that module imports torch or lightning, beside it in ``<module>_config.py``, so that loading a config
+(and rejecting a bad one) imports neither. This module gathers every section. A YAML file and
 dotted command-line overrides (``retriever.widths.event=6``) are merged with OmegaConf, then converted into the
 dataclasses by :func:`build`, which rejects unknown keys and wrong types with the full dotted path, and lets
 each dataclass validate its values in ``__post_init__``.
@@ -35,7 +37,7 @@ from memprm.models.grpo_config import GRPOConfig
 from memprm.models.policy_config import PolicyConfig
 from memprm.rollout.datamodule_config import RolloutDataConfig
 from memprm.rollout.runner import RolloutConfig
-from memprm.stages.sft_stage import SFTConfig
+from memprm.stages.sft_config import SFTConfig
 from memprm.stages.trainer import TrainerConfig
 
 T = TypeVar("T")

@@ -186,3 +186,13 @@ def test_module_docstrings_are_at_most_15_lines():
         if doc and len(doc.strip("\n").splitlines()) > 15:
             long[str(path.relative_to(ROOT))] = len(doc.strip("\n").splitlines())
     assert not long, f"module docstrings over 15 lines: {long}"
+
+
+def test_loading_the_config_imports_neither_torch_nor_lightning():
+    """A bad key on the command line is rejected in a second: the config sections stay import-cheap."""
+    import subprocess
+    import sys
+
+    code = "import sys, memprm.config; print(sorted(m for m in ('torch', 'lightning') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]", f"memprm.config pulls in {out.stdout.strip()}"

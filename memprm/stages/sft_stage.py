@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -30,32 +29,9 @@ from memprm.llm.notes import NoteWriter, RuleNoteWriter, notes_for
 from memprm.models.trainable import load_trainable_state, trainable_state
 from memprm.stages.markers import Markers
 from memprm.stages.run_context import Run, StageResult
+from memprm.stages.sft_config import SFTConfig
 from memprm.stages.stage_keys import fresh_stage
 from memprm.stages.trainer import TrainerConfig, build_trainer
-
-
-@dataclass(frozen=True)
-class SFTConfig:
-    #: optimizer steps of SFT (0 skips SFT: the policy starts untrained). With the frozen-encoder default
-    #: a step trains the linear head only (cached features), so 400 cost seconds.
-    steps: int = 400
-    #: AdamW learning rate.
-    lr: float = 3e-2
-    #: gate samples per step.
-    batch_size: int = 32
-    #: exponent β of the inverse-frequency weights on the teacher's action kinds (noop / write / merge):
-    #: a sample weighs count(kind)^-β (mean 1). 0 = the plain mean, where the teacher's majority Noop
-    #: dominates; 1 = every kind the same total weight (see :mod:`memprm.models.sft`). 0.5 was chosen on the
-    #: earlier testbed (turn copies, before notes): greedy recall on the teacher's train gates noop 91% / write
-    #: 62% / merge 19%, where 0 Noops every gate and 1 writes 70% of the teacher's Noops (experiments/README.md);
-    #: not re-measured since managed content became notes.
-    balance: float = 0.5
-
-    def __post_init__(self) -> None:
-        if self.steps < 0 or self.lr <= 0 or self.batch_size < 1:
-            raise ValueError("sft.steps must be >= 0, sft.lr > 0 and sft.batch_size >= 1")
-        if not 0.0 <= self.balance <= 1.0:
-            raise ValueError(f"sft.balance must be in [0, 1], got {self.balance}")
 
 
 def sft(cfg, run: Run) -> StageResult:
