@@ -36,6 +36,7 @@ class Report(Callback):
             k: v.detach().cpu().tolist() for k, v in pl_module.policy.named_parameters() if v.requires_grad
         }
         out = {"rank": trainer.global_rank, "seen": dm.seen, "steps": trainer.global_step, "params": params}
+        out["same_policy"] = dm.policy is pl_module.policy  # the spawned rank plays with the weights it trains
         Path(self.folder, f"rank{trainer.global_rank}.json").write_text(json.dumps(out))
 
 
@@ -58,8 +59,9 @@ def test_two_process_ddp_grpo(tmp_path):
     )
     stack = build_stack(load_config(None, ["embedder.kind=hashing", "embedder.dim=256"]))
     runner = GroupRunner(stack.env, CreditConfig(), RolloutConfig(group_size=2))
-    dm = RolloutDataModule(runner, data["train"], RolloutDataConfig(seed=0))
-    module = GRPOPolicyModule(tiny_scoring_policy(seed=0, head_std=0.5), GRPOConfig(lr=1e-2, ppo_epochs=1))
+    policy = tiny_scoring_policy(seed=0, head_std=0.5)
+    dm = RolloutDataModule(runner, data["train"], RolloutDataConfig(seed=0), policy=policy)
+    module = GRPOPolicyModule(policy, GRPOConfig(lr=1e-2, ppo_epochs=1))
     trainer = Trainer(accelerator="cpu", devices=2, strategy="ddp_spawn", max_steps=3, logger=False,
                       enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                       callbacks=[Report(str(tmp_path))])  # fmt: skip
@@ -69,7 +71,7 @@ def test_two_process_ddp_grpo(tmp_path):
         flat = [x for v in r["params"].values() for x in torch.tensor(v).flatten().tolist()]
         print(f"rank {r['rank']}: {r['steps']} optimizer steps; episodes {r['seen']}; "
               f"weights sum {sum(flat):.6f} over {len(flat)} values")  # fmt: skip
-    assert r0["steps"] == r1["steps"] == 3
+    assert r0["steps"] == r1["steps"] == 3 and r0["same_policy"] and r1["same_policy"]
     assert r0["params"] == r1["params"]  # gradients were all-reduced: identical weights on both ranks
     d0, d1 = {d for d, _ in r0["seen"]}, {d for d, _ in r1["seen"]}
     assert d0 and d1 and not d0 & d1  # each rank played its own dialogues

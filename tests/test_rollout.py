@@ -139,6 +139,20 @@ def test_dialogue_restarts_after_its_last_window(setup):
     )
 
 
+def test_datamodule_refuses_a_policy_other_than_the_module_s(setup):
+    from types import SimpleNamespace
+
+    data, stack, policy = setup
+    runner = GroupRunner(stack.env, CreditConfig(), RolloutConfig(group_size=1))
+    dm = RolloutDataModule(runner, data["train"][:1], policy=policy)
+    same = SimpleNamespace(global_rank=0, world_size=1, lightning_module=SimpleNamespace(policy=policy))
+    dm.trainer = same
+    dm.setup("fit")  # the module trains the policy that plays: fine
+    dm.trainer = SimpleNamespace(global_rank=0, world_size=1, lightning_module=SimpleNamespace(policy=object()))
+    with pytest.raises(ValueError, match="not the LightningModule's policy"):
+        dm.setup("fit")
+
+
 def test_evaluate_manager_on_final_banks(setup):
     data, stack, policy = setup
     res = evaluate_manager(stack.env, data["dev"], greedy_manager(policy), progress=False)

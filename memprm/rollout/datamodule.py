@@ -1,8 +1,8 @@
 """RolloutDataModule: grouped episodes from an injected environment, with resumable state.
 
-The environment (a :class:`~memprm.rollout.runner.GroupRunner` wrapping the ``MemoryEnv``) is injected; the
-policy that acts is the LightningModule's ``policy`` attribute, read at iteration time so every episode is
-played by the current weights. Episodes walk the rank's dialogues round-robin, each dialogue window by window
+The environment (a :class:`~memprm.rollout.runner.GroupRunner` wrapping the ``MemoryEnv``) and the policy that
+acts (the very module the LightningModule trains, so every episode is played by the current weights) are
+injected; the DataModule never reaches into the trainer for them. Episodes walk the rank's dialogues round-robin, each dialogue window by window
 from its own mainline bank; after a dialogue's last window its banks start over empty.
 
 A run resumed from a checkpoint plays the same episodes as one that was never interrupted (what is saved, and
@@ -44,14 +44,14 @@ class _Episodes(IterableDataset):
 
 class RolloutDataModule(LightningDataModule):
     def __init__(
-        self, runner, dialogues: Sequence[Dialogue], cfg: RolloutDataConfig | None = None, policy=None
+        self, runner, dialogues: Sequence[Dialogue], cfg: RolloutDataConfig | None = None, *, policy
     ):
         super().__init__()
         if not dialogues:
             raise ValueError("RolloutDataModule: no dialogues to roll out")
         self.runner, self.all_dialogues = runner, tuple(dialogues)
         self.cfg = cfg or RolloutDataConfig()
-        self._policy = policy  # for use without a Trainer (tests, tools); else the module's policy
+        self.policy = policy  # the GatePolicy that plays the episodes (the module's own, in a Trainer)
         self.rank, self.world_size = 0, 1
         self._reset_state()
 
@@ -73,14 +73,15 @@ class RolloutDataModule(LightningDataModule):
 
     def setup(self, stage: str | None = None) -> None:
         trainer = getattr(self, "trainer", None)
+        trained = getattr(getattr(trainer, "lightning_module", None), "policy", self.policy)
+        if trained is not self.policy:  # e.g. a copy made by pickling one without the other
+            raise ValueError(
+                "RolloutDataModule: its policy is not the LightningModule's policy, so episodes would be "
+                "played by weights that do not train; pass policy=<the module's policy>"
+            )
         if trainer is not None and (trainer.global_rank, trainer.world_size) != (self.rank, self.world_size):
             self.rank, self.world_size = trainer.global_rank, trainer.world_size
             self._reset_state()
-
-    def policy(self):
-        if self._policy is not None:
-            return self._policy
-        return self.trainer.lightning_module.policy
 
     @property
     def rollouts_played(self) -> int:
@@ -97,7 +98,7 @@ class RolloutDataModule(LightningDataModule):
             session.index,
             self.mainline[d.id],
             self.reference[d.id],
-            self.policy(),
+            self.policy,
             self.rng,
             self.generator,
         )

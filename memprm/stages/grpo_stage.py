@@ -85,7 +85,7 @@ def train_grpo(cfg, run: Run) -> GRPOStageResult:
     handle = CriticHandle(critic) if critic is not None else None
     score = handle.score if handle is not None else None
     runner = GroupRunner(stack.env, cfg.credit, cfg.rollout, score, stack.stopwatch)
-    dm = RolloutDataModule(runner, run.splits["train"], cfg.rollout_data)
+    dm = RolloutDataModule(runner, run.splits["train"], cfg.rollout_data, policy=run.policy)
     module = GRPOPolicyModule(run.policy, cfg.grpo)
 
     def dev_accuracy(p) -> float:
