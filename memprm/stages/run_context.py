@@ -69,11 +69,11 @@ class Run:
     snapshots: dict[str, dict] = field(default_factory=dict)
     #: extra Lightning callbacks for the GRPO stage's Trainer.
     grpo_callbacks: Sequence = ()
-    out: FitResult = None  # type: ignore[assignment]
+    #: the outputs so far (what ``fit`` returns).
+    out: FitResult = field(init=False)
 
     def __post_init__(self) -> None:
-        if self.out is None:
-            self.out = FitResult(self.dir)
+        self.out = FitResult(self.dir)
 
     @property
     def own_stage_one(self) -> bool:
