@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,12 +25,11 @@ from lightning.pytorch import LightningModule
 from peft import PeftModel
 from safetensors.torch import load_file, save_file
 from torch import nn
-from torchmetrics import SpearmanCorrCoef
-from torchmetrics.aggregation import MaxMetric, MinMetric, SumMetric
-from torchmetrics.classification import BinaryAUROC
+from torchmetrics.aggregation import CatMetric
 from transformers import AutoTokenizer, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 from memprm.configtools import build, to_dict
+from memprm.eval.metrics import binary_auc, spearman
 from memprm.models.backbone import (
     Backbone,
     build_backbone,
@@ -144,10 +144,11 @@ class CriticModule(LightningModule):
     given ``net`` (a copy of a trained critic's: its :meth:`CriticNet.trainable_names` train, the rest is
     frozen). Loss = Eq. (5) (:func:`memprm.models.critic_losses.critic_loss`), logged as ``{train,val}/loss``,
     ``/mse``, ``/bce``, ``/rank``. With an ``anchor`` set each training step adds ``anchor.weight`` times
-    :meth:`anchor_loss`, logged as ``train/anchor``. Validation also logs ``val/spearman`` (torchmetrics
-    Spearman of φ against u) and ``val/auroc`` (binary AUROC of p against u^RR) over the whole validation epoch.
-    Degenerate epochs are logged as NaN on purpose, never as a made-up number: Spearman when all targets u are
-    equal (or fewer than two examples), AUROC when u^RR holds one class only (undefined). AdamW over the
+    :meth:`anchor_loss`, logged as ``train/anchor``. Validation also logs ``val/spearman`` (Spearman of φ
+    against u) and ``val/auroc`` (binary AUC of p against u^RR) over the whole validation epoch, with the
+    project's one implementation (:mod:`memprm.eval.metrics`) on the epoch's scores, gathered over ranks by
+    torchmetrics' ``CatMetric``. Degenerate epochs are logged as NaN on purpose, never as a made-up number:
+    Spearman when φ or u is constant (or fewer than two examples), AUC when u^RR holds one class only. AdamW over the
     trainable parameters only (LoRA + heads), one learning rate ``cfg.lr``, weight decay ``cfg.weight_decay``.
     """
 
@@ -175,12 +176,8 @@ class CriticModule(LightningModule):
         # from_pretrained returns eval-mode models and Lightning keeps the modes it finds: start in train mode
         # so dropout (LoRA's and the backbone's own) is active during fit, as in ordinary fine-tuning.
         self.net.train()
-        self.val_spearman = SpearmanCorrCoef()
-        self.val_auroc = BinaryAUROC()
-        self.val_u_min = MinMetric()
-        self.val_u_max = MaxMetric()
-        self.val_pos = SumMetric()
-        self.val_count = SumMetric()
+        # the validation epoch's scores and targets, each [N] once gathered (over DDP ranks too)
+        self.val_phi, self.val_u, self.val_p, self.val_rr = CatMetric(), CatMetric(), CatMetric(), CatMetric()
 
     @property
     def tokenizer(self) -> PreTrainedTokenizerBase:
@@ -220,32 +217,24 @@ class CriticModule(LightningModule):
     def validation_step(self, batch: CriticBatch, batch_idx: int) -> None:
         terms, phi_logit, p_logit = self.losses(batch)
         self._log_terms("val", terms, batch)
-        self.val_spearman.update(torch.sigmoid(phi_logit).float(), batch.u.float())
-        self.val_auroc.update(torch.sigmoid(p_logit).float(), batch.u_rr.long())
-        self.val_u_min.update(batch.u)
-        self.val_u_max.update(batch.u)
-        self.val_pos.update(batch.u_rr.sum())
-        self.val_count.update(torch.tensor(float(batch.u.numel()), device=batch.u.device))
+        self.val_phi.update(torch.sigmoid(phi_logit).double())
+        self.val_u.update(batch.u.double())
+        self.val_p.update(torch.sigmoid(p_logit).double())
+        self.val_rr.update(batch.u_rr.double())
 
     def on_validation_epoch_end(self) -> None:
-        count = float(self.val_count.compute())
-        if count == 0:
-            return
-        varied = count >= 2 and float(self.val_u_max.compute()) > float(self.val_u_min.compute())
-        pos = float(self.val_pos.compute())
-        spearman = float(self.val_spearman.compute()) if varied else math.nan
-        auroc = float(self.val_auroc.compute()) if 0 < pos < count else math.nan
-        self.log("val/spearman", spearman)
-        self.log("val/auroc", auroc)
-        for metric in (
-            self.val_spearman,
-            self.val_auroc,
-            self.val_u_min,
-            self.val_u_max,
-            self.val_pos,
-            self.val_count,
-        ):
+        metrics = (self.val_phi, self.val_u, self.val_p, self.val_rr)
+        with warnings.catch_warnings():  # a rank without validation batches still joins the gather
+            warnings.filterwarnings("ignore", message=".*was called before the ``update`` method")
+            phi, u, p, rr = (
+                torch.as_tensor(m.compute(), dtype=torch.float64).cpu().reshape(-1).numpy() for m in metrics
+            )
+        for metric in metrics:
             metric.reset()
+        if u.size == 0:  # no validation batch this epoch
+            return
+        self.log("val/spearman", spearman(phi, u).value)
+        self.log("val/auroc", binary_auc(p[rr > 0.5], p[rr <= 0.5]).value)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         params = [p for p in self.parameters() if p.requires_grad]
