@@ -14,6 +14,7 @@ from lightning.pytorch import Trainer
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import AutoModel, PreTrainedTokenizerFast, Qwen3Config
 
+from memprm.eval.metrics import binary_auc, spearman
 from memprm.memory.embedder import resolve_model_path
 from memprm.models.backbone import BackboneConfig, encode_texts, pad_right, pool
 from memprm.models.critic import CriticConfig, CriticModule, load_critic, save_critic
@@ -317,7 +318,13 @@ def _fit_and_check(module: CriticModule, tmp_path: Path, steps: int = 20):
     (metrics,) = _trainer(validate=True).validate(module, datamodule=val_dm, verbose=False)
     for key in ("val/loss", "val/mse", "val/bce", "val/rank", "val/spearman", "val/auroc"):
         assert math.isfinite(metrics[key]), key
-    assert -1.0 <= metrics["val/spearman"] <= 1.0 and 0.0 <= metrics["val/auroc"] <= 1.0
+    frozen_now = module.to_frozen()
+    phi_v, p_v = frozen_now.score([e.text for e in val])
+    u_v, rr_v = np.array([e.u for e in val]), np.array([e.u_rr for e in val])
+    expected_rho = spearman(phi_v, u_v).value  # the one implementation, on the same epoch's scores
+    expected_auc = binary_auc(p_v[rr_v == 1], p_v[rr_v == 0]).value
+    assert metrics["val/spearman"] == pytest.approx(expected_rho, abs=1e-5)
+    assert metrics["val/auroc"] == pytest.approx(expected_auc, abs=1e-5)
 
     frozen = module.to_frozen()
     texts = [t for t, _, _ in LABELED]
