@@ -73,9 +73,7 @@ def open_run(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> Run:
     if version is not None:
         _log_config_text(run_dir, config_text, version)
     stack = build_stack(cfg, Stopwatch())
-    stage_one = Path(cfg.fit.stage_one_dir) if cfg.fit.stage_one_dir else run_dir
-    other_critic = None if stage_one == run_dir else Markers(stage_one).hash_of("critic") or "missing"
-    keys = plan_keys(cfg, splits, other_critic)
+    stage_one, keys = _stage_keys(cfg, run_dir, splits)
     run = Run(
         run_dir, cfg.seed, splits, stack, keys, Markers(run_dir), stage_one, grpo_callbacks=grpo_callbacks
     )
@@ -95,11 +93,18 @@ def finished(cfg: MemprmConfig) -> bool:
     run_dir = Path(cfg.output_dir) / cfg.run_name
     if not (run_dir / "stages").is_dir():
         return False
-    stage_one = Path(cfg.fit.stage_one_dir) if cfg.fit.stage_one_dir else run_dir
-    critic = None if stage_one == run_dir else Markers(stage_one).hash_of("critic") or "missing"
-    keys, markers = plan_keys(cfg, load_source(cfg.data), critic), Markers(run_dir)
+    stage_one, keys = _stage_keys(cfg, run_dir, load_source(cfg.data))
+    markers = Markers(run_dir)
     own = [s for s in cfg.fit.stages if s != "critic" or stage_one == run_dir]
     return all(markers.hash_of(s) == keys[s].digest for s in own)
+
+
+def _stage_keys(cfg: MemprmConfig, run_dir: Path, splits) -> tuple[Path, dict]:
+    """The folder holding stage one (``fit.stage_one_dir``, else the run's own) and every stage's key; a
+    stage one elsewhere enters the keys through its critic marker's hash."""
+    stage_one = Path(cfg.fit.stage_one_dir) if cfg.fit.stage_one_dir else run_dir
+    other_critic = None if stage_one == run_dir else Markers(stage_one).hash_of("critic") or "missing"
+    return stage_one, plan_keys(cfg, splits, other_critic)
 
 
 def _log_config_text(run_dir: Path, text: str, version: int) -> None:

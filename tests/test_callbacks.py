@@ -41,9 +41,8 @@ from memprm.env.stack import build_stack
 from memprm.eval import compute_validity
 from memprm.models.critic_data import CriticExample
 from memprm.models.critic_retrain import CriticHandle, refresh_critic, with_trainable_state
-from memprm.models.trainable import trainable_state
+from memprm.models.trainable import load_trainable, trainable_state
 from memprm.rollout.batches import GroupBatch, RolloutSteps
-from memprm.stages.sft_stage import load_policy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -304,7 +303,7 @@ def test_dev_selection_keeps_the_best_and_loads_it_at_the_end(tmp_path):
     assert (cb.best_step, cb.best_score) == (2, 0.5)
     assert torch.all(policy.weight == 2.0)  # the best weights are loaded into the policy
     fresh = nn.Linear(2, 1)
-    load_policy(fresh, cb.best_path)
+    load_trainable(fresh, cb.best_path)
     assert torch.all(fresh.weight == 2.0)
     doc = json.loads((tmp_path / "dev_selection.json").read_text())
     assert doc["best_step"] == 2 and [h["step"] for h in doc["history"]] == [0, 2, 4, 6]

@@ -13,14 +13,13 @@ from memprm.env.evaluate import EvalResult
 from memprm.env.stack import build_stack
 from memprm.env.trajectories import run_trajectory
 from memprm.models.sft import balance_weights, sft_loss
+from memprm.models.trainable import load_trainable, save_trainable
 from memprm.stages.held_out import results_table, write_results
 from memprm.stages.sft_stage import (
     SFTConfig,
     action_of,
-    load_policy,
     observation_from_decision,
     run_sft_stage,
-    save_policy,
     sft_samples,
 )
 
@@ -77,7 +76,7 @@ def test_sft_moves_the_policy_to_the_teacher_and_weights_round_trip(teacher_run,
     policy.eval(), fresh.eval()  # dropout off: log-probs are compared exactly
     logp_trained = policy.log_probs(samples[:8])[0].detach()
     assert not torch.allclose(fresh.log_probs(samples[:8])[0].detach(), logp_trained)
-    load_policy(fresh, saved)
+    load_trainable(fresh, saved)
     assert torch.allclose(fresh.log_probs(samples[:8])[0].detach(), logp_trained, atol=1e-6)
     assert run_sft_stage(policy, [traj], [d], SFTConfig(steps=0), tmp_path / "none", seed=0) == []
     with pytest.raises(ValueError, match="sft.balance"):
@@ -87,11 +86,11 @@ def test_sft_moves_the_policy_to_the_teacher_and_weights_round_trip(teacher_run,
     other = tmp_path / "other.pt"
     torch.save({"not.a.param": torch.zeros(1)}, other)
     with pytest.raises(ValueError, match=r"other\.pt: parameters \['not\.a\.param'\] are not in this"):
-        load_policy(fresh, other)
+        load_trainable(fresh, other)
     torch.save({"head.bias": torch.zeros(7)}, other)
     with pytest.raises(ValueError, match=r"other\.pt: tensor 'head\.bias' has shape \(7,\)"):
-        load_policy(fresh, other)
-    assert save_policy(fresh, tmp_path / "again.pt").stat().st_size > 0
+        load_trainable(fresh, other)
+    assert save_trainable(fresh, tmp_path / "again.pt").stat().st_size > 0
 
 
 def test_results_table_and_files(tmp_path):

@@ -31,8 +31,8 @@ class DevCheckpointSelection(Callback):
     closure running :func:`memprm.env.evaluate.evaluate_manager` greedily on the dev selection half; no
     training happens there). The best weights by accuracy (strictly better replaces, so a tie keeps the
     earlier step) are kept as a CPU copy of the policy's trainable parameters and written to
-    ``dirpath/best_policy.pt`` (the format of :func:`memprm.stages.sft_stage.save_policy`, loadable with
-    ``load_policy``), with ``dirpath/dev_selection.json`` holding the history (step, accuracy, and rollouts
+    ``dirpath/best_policy.pt`` (the format of :func:`memprm.models.trainable.save_trainable`, loadable with
+    ``load_trainable``), with ``dirpath/dev_selection.json`` holding the history (step, accuracy, and rollouts
     played on all ranks so far, read from the datamodule's ``rollouts_played``). ``on_train_end`` copies the
     best weights into the policy, so what follows (the test evaluation) uses them.
 

@@ -193,7 +193,6 @@ def _quiet_lightning() -> Iterator[None]:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r".*does not have many workers")
             warnings.filterwarnings("ignore", message=r".*`validation_step` but have no `val_dataloader`")
-            warnings.filterwarnings("ignore", message=r"Metric `SpearmanCorrcoef` will save all targets")
             warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)` is deprecated")
             yield
     finally:

@@ -88,8 +88,6 @@ def sft_dataloader(
         raise ValueError("SFT: no samples")
     if weights is not None and tuple(weights.shape) != (len(samples),):
         raise ValueError(f"SFT: weights of shape {tuple(weights.shape)} for {len(samples)} samples")
-    if steps < 1 or batch_size < 1:
-        raise ValueError(f"SFT: need steps >= 1 and batch_size >= 1; got {steps}, {batch_size}")
     samples = list(samples)
 
     def collate(batch: list[int]) -> tuple[list[GateSample], torch.Tensor | None]:

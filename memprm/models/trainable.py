@@ -7,9 +7,12 @@ weight of a model trained in full): a few MB instead of the frozen base.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import torch
 from torch import nn
+
+from memprm.atomic import atomic_torch_save
 
 
 def trainable_state(module: nn.Module, names: Iterable[str] | None = None) -> dict[str, torch.Tensor]:
@@ -42,7 +45,9 @@ def load_trainable_state(module: nn.Module, state: Mapping[str, torch.Tensor], *
     prefix = f"{where}: " if where else ""
     unknown = sorted(set(state) - set(own))
     if unknown:
-        raise ValueError(f"{prefix}parameters {unknown[:3]} are not in this {type(module).__name__} (another model?)")
+        raise ValueError(
+            f"{prefix}parameters {unknown[:3]} are not in this {type(module).__name__} (another model?)"
+        )
     for name, value in state.items():
         if tuple(own[name].shape) != tuple(value.shape):
             raise ValueError(
@@ -51,3 +56,14 @@ def load_trainable_state(module: nn.Module, state: Mapping[str, torch.Tensor], *
     with torch.no_grad():
         for name, value in state.items():
             own[name].copy_(value)
+
+
+def save_trainable(module: nn.Module, path: Path) -> Path:
+    """``module``'s :func:`trainable_state` written to ``path`` (atomically): small, and enough to restore it."""
+    return atomic_torch_save(trainable_state(module), path)
+
+
+def load_trainable(module: nn.Module, path: Path) -> None:
+    """Load a file of :func:`save_trainable` into ``module`` (in place); errors name the file."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    load_trainable_state(module, state, where=str(path))

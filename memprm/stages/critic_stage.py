@@ -52,7 +52,7 @@ def critic(cfg, run: Run) -> StageResult:
         with run.measure("critic"):
             run.out.critic = load_critic_stage(run.stage_one)
         return StageResult("critic", True, f"critic reused from {run.stage_one / 'critic'}")
-    if run.markers.done(run.keys["critic"], "critic stage"):
+    if run.reusable("critic", "critic stage"):
         with run.measure("critic"):
             run.out.critic = load_critic_stage(run.dir)
         return StageResult(

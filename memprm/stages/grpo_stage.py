@@ -20,6 +20,7 @@ from pathlib import Path
 
 from memprm.atomic import atomic_write_text
 from memprm.env.evaluate import evaluate_manager, greedy_manager
+from memprm.models.trainable import load_trainable, save_trainable
 from memprm.rollout.runner import GroupRunner
 from memprm.stages.run_context import Run, StageResult
 from memprm.stages.trainer import build_trainer
@@ -41,19 +42,17 @@ def grpo(cfg, run: Run) -> StageResult:
     """The GRPO stage of ``run``: skipped when done under its key (the final policy loaded), else run or
     resumed (:func:`train_grpo`); the final policy (``policy_grpo.pt``) and the result
     (``grpo/result.json``) are written before the marker. ``cfg``: a :class:`memprm.config.MemprmConfig`."""
-    from memprm.stages.sft_stage import load_policy, save_policy
-
-    key, result_path, final = run.keys["grpo"], run.dir / "grpo" / "result.json", run.dir / "policy_grpo.pt"
-    if run.markers.done(key, "GRPO stage") and final.is_file() and result_path.is_file():
-        load_policy(run.policy, final)
+    result_path, final = run.dir / "grpo" / "result.json", run.dir / "policy_grpo.pt"
+    if run.reusable("grpo", "GRPO stage", "policy_grpo.pt", "grpo/result.json"):
+        load_trainable(run.policy, final)
         run.out.grpo = GRPOStageResult(**json.loads(result_path.read_text()))
         return StageResult("grpo", True, f"GRPO: done earlier with this config, policy loaded from {final}")
     run.markers.clear("grpo")
     with run.measure("grpo"):
         out = run.out.grpo = train_grpo(cfg, run)
-    save_policy(run.policy, final)
+    save_trainable(run.policy, final)
     atomic_write_text(result_path, json.dumps(asdict(out), indent=1))
-    run.markers.write(key)
+    run.markers.write(run.keys["grpo"])
     summary = (
         f"GRPO: {out.steps} steps over {out.batches} batches; best dev-selection accuracy {out.best_dev_accuracy} "
         f"at step {out.best_step}; rollout time outside model forwards: {100 * out.outside_models_share:.1f}%"

@@ -61,7 +61,7 @@ def test(cfg, run: Run) -> StageResult:
     """The test stage of ``run``: its table reloaded when done under its key, else every policy state the run
     has (untrained, SFT, GRPO) and the heuristic teacher on the test dialogues, audited into
     ``test_audit.jsonl`` (:func:`evaluate_states`). ``cfg``: a :class:`memprm.config.MemprmConfig`."""
-    if run.markers.done(run.keys["test"], "test stage") and (run.dir / "test_results.json").is_file():
+    if run.reusable("test", "test stage", "test_results.json"):
         saved = json.loads((run.dir / "test_results.json").read_text())
         run.out.test = {k: EvalResult(**v) for k, v in saved.items()}
         run.out.table = (run.dir / "test_results.md").read_text().rstrip("\n")

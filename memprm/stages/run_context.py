@@ -75,6 +75,11 @@ class Run:
     def __post_init__(self) -> None:
         self.out = FitResult(self.dir)
 
+    def reusable(self, stage: str, what: str, *files: str) -> bool:
+        """True when ``stage`` finished earlier under this run's key (its marker holds this config's hash; the
+        decision is logged as ``what``) and each of ``files`` (in the run folder) is still there."""
+        return self.markers.done(self.keys[stage], what) and all((self.dir / f).is_file() for f in files)
+
     @property
     def own_stage_one(self) -> bool:
         return self.stage_one == self.dir

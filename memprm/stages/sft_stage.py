@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from memprm.atomic import atomic_torch_save, atomic_write_text
+from memprm.atomic import atomic_write_text
 from memprm.credit.tiers import TeacherDecision
 from memprm.data.records import Dialogue
 from memprm.env.gates import Action, Observation
@@ -26,7 +26,7 @@ from memprm.env.memory_env import session_timestamp
 from memprm.env.policy import GateSample
 from memprm.env.trajectories import DialogueTrajectory
 from memprm.llm.notes import NoteWriter, RuleNoteWriter, notes_for
-from memprm.models.trainable import load_trainable_state, trainable_state
+from memprm.models.trainable import load_trainable, save_trainable, trainable_state
 from memprm.stages.markers import Markers
 from memprm.stages.run_context import Run, StageResult
 from memprm.stages.sft_config import SFTConfig
@@ -40,11 +40,10 @@ def sft(cfg, run: Run) -> StageResult:
     ``cfg``: a :class:`memprm.config.MemprmConfig`."""
     from memprm.stages.critic_stage import teacher_trajectories
 
-    key, outputs = run.keys["sft"], ("policy_sft.pt", "sft_losses.json")
-    done = cfg.sft.steps == 0 or all((run.dir / f).is_file() for f in outputs)
-    if run.markers.done(key, "SFT stage") and done:
+    outputs = ("policy_sft.pt", "sft_losses.json") if cfg.sft.steps else ()
+    if run.reusable("sft", "SFT stage", *outputs):
         if cfg.sft.steps:
-            load_policy(run.policy, run.dir / "policy_sft.pt")
+            load_trainable(run.policy, run.dir / "policy_sft.pt")
             run.out.sft_losses = json.loads((run.dir / "sft_losses.json").read_text())
         summary = f"SFT: done earlier with this config, policy loaded from {run.dir / 'policy_sft.pt'}"
         reused = True
@@ -58,7 +57,7 @@ def sft(cfg, run: Run) -> StageResult:
             run.out.sft_losses = run_sft_stage(
                 run.policy, trajs, run.splits["train"], cfg.sft, run.dir, cfg.seed, run.stack.env.notes
             )
-        run.markers.write(key)
+        run.markers.write(run.keys["sft"])
         summary, reused = "SFT: trained", False
     losses = run.out.sft_losses
     if losses:
@@ -129,7 +128,7 @@ def run_sft_stage(
     losses = train_sft(
         policy, samples, cfg.steps, cfg.lr, cfg.batch_size, seed, weights=weights, tb_dir=run_dir / "tb"
     )
-    save_policy(policy, run_dir / "policy_sft.pt")
+    save_trainable(policy, run_dir / "policy_sft.pt")
     atomic_write_text(run_dir / "sft_losses.json", json.dumps(losses))
     return losses
 
@@ -177,14 +176,3 @@ def train_sft(
     if len(module.losses) != steps:
         raise RuntimeError(f"SFT: {len(module.losses)} of {steps} steps were taken")
     return module.losses
-
-
-def save_policy(policy, path: Path) -> Path:
-    """The policy's trainable parameters only (LoRA + head): small, and enough to restore it."""
-    return atomic_torch_save(trainable_state(policy), path)
-
-
-def load_policy(policy, path: Path) -> None:
-    """Load a file of :func:`save_policy` into ``policy`` (its trainable parameters, in place)."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    load_trainable_state(policy, state, where=str(path))
