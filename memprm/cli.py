@@ -1,7 +1,8 @@
 """``python -m memprm COMMAND``: the command-line entry point.
 
 Every command takes ``--config FILE`` (a YAML file mirrored by :class:`memprm.config.MemprmConfig`) and dotted
-overrides (``key.sub=value``) after it.
+overrides (``key.sub=value``) before or after it (:func:`parse_args`). ``fit`` stopped by Ctrl-C or SIGTERM
+prints one line and exits with 130 or 143; the same command again resumes it.
 """
 
 from __future__ import annotations
@@ -37,9 +38,14 @@ def _cmd_data(args: argparse.Namespace) -> int:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
+    from memprm.callbacks.signal_stop import FitInterrupted
     from memprm.fit import fit
 
-    fit(load_config(args.config, args.overrides))
+    try:
+        fit(load_config(args.config, args.overrides))
+    except FitInterrupted as exc:  # Ctrl-C / SIGTERM: a checkpoint was written, the same command resumes
+        print(f"stopped: {exc}", file=sys.stderr)
+        return exc.exit_code
     return 0
 
 
@@ -77,9 +83,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line as parsed by :func:`build_parser`, except that dotted overrides may also follow
+    ``--config`` when some precede it (``fit a=1 --config F b=2``): all are kept in the order given, so a
+    later one wins over an earlier one, and every one over the config file."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    options = [a for a in extra if a.startswith("-")]
+    if options or (extra and not hasattr(args, "overrides")):
+        parser.error(f"unrecognized arguments: {' '.join(options or extra)}")
+    if extra:
+        args.overrides = [*args.overrides, *extra]
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
     configure_logging()
     try:
         return args.func(args)

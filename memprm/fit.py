@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from memprm.atomic import atomic_write_text
-from memprm.config import MemprmConfig, config_yaml
+from memprm.config import ConfigError, MemprmConfig, config_yaml
 from memprm.data.source import load_source
 from memprm.env.stack import build_stack, check_llm_keys
 from memprm.logs import set_progress_bars
@@ -59,6 +59,7 @@ def open_run(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> Run:
     """Everything before the first stage: the setup checks (API keys, data, embedder: a bad setup fails in a
     second, before anything is written), the run folder and its ``config.yaml``, the roles, the stage keys,
     the reader's calibration and the policy (built here, once, so every stage trains the same one)."""
+    check_stage_one_critic(cfg)
     check_llm_keys(cfg)
     splits = load_source(cfg.data)
     check_embedder(cfg.embedder)
@@ -87,6 +88,23 @@ def open_run(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> Run:
     return run
 
 
+def check_stage_one_critic(cfg: MemprmConfig) -> None:
+    """A shaped GRPO stage (``rollout.shaping`` not ``none``) in a run without the ``critic`` stage is shaped
+    by the trained critic of ``fit.stage_one_dir``: :class:`ConfigError` when that folder is unset or holds
+    none (instead of a GRPO run that silently goes unshaped)."""
+    stages, shaping = cfg.fit.stages, cfg.rollout.shaping
+    if "grpo" not in stages or "critic" in stages or shaping == "none":
+        return
+    where = cfg.fit.stage_one_dir
+    if where and critic_stage.has_critic(Path(where)):
+        return
+    lacks = f"fit.stage_one_dir={where} holds no trained critic" if where else "fit.stage_one_dir is not set"
+    raise ConfigError(
+        f"fit.stages has no 'critic' and rollout.shaping={shaping} needs a trained critic, but {lacks}: set "
+        "fit.stage_one_dir to a run folder with stage one, or rollout.shaping=none"
+    )
+
+
 def finished(cfg: MemprmConfig) -> bool:
     """True when every stage of ``cfg.fit.stages`` has a completion marker with this config's hash in the run
     folder (what ``experiments/run_ladder.py`` skips); loads the data, builds nothing."""
@@ -101,9 +119,11 @@ def finished(cfg: MemprmConfig) -> bool:
 
 def _stage_keys(cfg: MemprmConfig, run_dir: Path, splits) -> tuple[Path, dict]:
     """The folder holding stage one (``fit.stage_one_dir``, else the run's own) and every stage's key; a
-    stage one elsewhere enters the keys through its critic marker's hash."""
+    critic this run does not train (stage one elsewhere, or no ``critic`` stage) enters the keys through its
+    folder's critic marker hash."""
     stage_one = Path(cfg.fit.stage_one_dir) if cfg.fit.stage_one_dir else run_dir
-    other_critic = None if stage_one == run_dir else Markers(stage_one).hash_of("critic") or "missing"
+    trains_critic = stage_one == run_dir and "critic" in cfg.fit.stages
+    other_critic = None if trains_critic else Markers(stage_one).hash_of("critic") or "missing"
     return stage_one, plan_keys(cfg, splits, other_critic)
 
 

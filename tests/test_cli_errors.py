@@ -65,3 +65,20 @@ def test_uncached_embedder_offline_fails_fast_naming_the_setting(tmp_path: Path,
 def test_llm_role_without_endpoint(tmp_path: Path, capsys, missing: str) -> None:
     assert main(["fit", "reader.kind=llm", f"output_dir={tmp_path}"]) == 2
     assert missing in _one_line_error(capsys)
+
+
+@pytest.mark.parametrize("stage_one", [None, "empty"])
+def test_shaped_grpo_without_a_trained_critic_fails_before_the_run_folder(
+    tmp_path: Path, capsys, stage_one: str | None
+) -> None:
+    # no critic stage, critic shaping on (the default suffix_min): GRPO must not silently train unshaped
+    args = ["fit", "fit.stages=[sft,grpo]", f"output_dir={tmp_path / 'runs'}"]
+    if stage_one is not None:
+        (tmp_path / stage_one / "teacher").mkdir(parents=True)  # a folder without critic/critic.json
+        args.append(f"fit.stage_one_dir={tmp_path / stage_one}")
+    assert main(args) == 2
+    err = _one_line_error(capsys)
+    assert "fit.stages has no 'critic' and rollout.shaping=suffix_min needs a trained critic" in err
+    assert ("holds no trained critic" if stage_one else "fit.stage_one_dir is not set") in err
+    assert "rollout.shaping=none" in err
+    assert not (tmp_path / "runs").exists()

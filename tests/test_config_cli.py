@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from memprm.cli import main
+from memprm.cli import main, parse_args
 from memprm.config import ConfigError, MemprmConfig, config_yaml, load_config, to_dict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +48,45 @@ def test_config_file_errors(tmp_path):
         load_config(f)
     with pytest.raises(ConfigError, match="key.sub=value"):
         load_config(None, ["seed"])
+
+
+@pytest.mark.parametrize("stages", ["[grpo,sft]", "[critic,test,grpo]", "[sft,sft]", "[critic,grpo,grpo]"])
+def test_fit_stages_out_of_order_or_twice_name_the_pipeline_order(stages):
+    with pytest.raises(ConfigError, match=r"fit: fit.stages must list each stage once, in the pipeline order "
+                                          r"critic, sft, grpo, test; got \["):  # fmt: skip
+        load_config(None, [f"fit.stages={stages}", "rollout.shaping=none"])
+
+
+def test_fit_stages_in_pipeline_order_load():
+    for stages, expected in [("[critic,grpo]", ("critic", "grpo")), ("[test]", ("test",)),
+                             ("[sft,grpo,test]", ("sft", "grpo", "test"))]:  # fmt: skip
+        assert load_config(None, [f"fit.stages={stages}"]).fit.stages == expected
+
+
+def test_cli_overrides_before_and_after_config_later_ones_win(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("seed: 5\narm: file_arm\noutput_dir: from_file\n")
+    later = ["seed=2", "data.synthetic.n_dialogues=6"]
+    args = parse_args(["fit", "seed=1", "arm=early", "--config", str(f), *later])
+    assert args.config == str(f) and args.overrides == ["seed=1", "arm=early", *later]
+    cfg = load_config(args.config, args.overrides)
+    assert cfg.seed == 2  # the later override wins
+    assert cfg.arm == "early" and cfg.output_dir == "from_file"  # overrides before --config beat the file too
+    assert cfg.data.synthetic.n_dialogues == 6
+    data = parse_args(["data", "synthetic", "seed=1", "--config", str(f), "seed=3"])
+    assert data.source == "synthetic" and data.overrides == ["seed=1", "seed=3"]
+    usual = parse_args(["fit", "--config", str(f), "seed=4"])  # the usual order still works
+    assert usual.overrides == ["seed=4"]
+    assert parse_args(["fit", "seed=4"]).config is None
+
+
+@pytest.mark.parametrize(
+    "argv", [["fit", "seed=1", "--config", "c.yaml", "--bogus"], ["inspect", "run", "seed=1"]]
+)
+def test_cli_rejects_unknown_options_and_overrides_where_none_are_taken(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        parse_args(argv)
+    assert exc.value.code == 2 and "unrecognized arguments" in capsys.readouterr().err
 
 
 def test_cli_help_lists_commands(capsys):

@@ -175,12 +175,18 @@ def load_critic_stage(stage_one: Path) -> CriticStageResult:
     from memprm.models.critic import load_critic
 
     folder = stage_one / "critic"
-    if not (folder / "critic.json").is_file():
+    if not has_critic(stage_one):
         raise FileNotFoundError(f"{folder} holds no trained critic (fit.stage_one_dir={str(stage_one)!r})")
     counts = json.loads((folder / "relabel_counts.json").read_text())
     sizes = folder / "sizes.json"
     n = json.loads(sizes.read_text()) if sizes.is_file() else {"n_train": 0, "n_val": 0}
     return CriticStageResult(load_critic(folder), None, counts, n["n_train"], n["n_val"], 0.0)
+
+
+def has_critic(stage_one: Path) -> bool:
+    """True when the run folder ``stage_one`` holds stage one's exported critic (what
+    :func:`load_critic_stage` loads)."""
+    return (Path(stage_one) / "critic" / "critic.json").is_file()
 
 
 def _log_validity(trainer, report: ValidityReport) -> None:

@@ -8,8 +8,8 @@ dialogues and stage one's markers, so that each key changes exactly when an inpu
     critic       <- relabel/critic/validity/trainer, teacher:train, teacher:dev
     sft          <- policy/sft, teacher:train
     grpo         <- env sections + policy/credit/rollout/grpo/callbacks/trainer, calibration, the policy it
-                    starts from (sft, or untrained), the critic it is shaped by (stage one's marker when
-                    ``fit.stage_one_dir`` points elsewhere), the train and dev-selection dialogues
+                    starts from (sft, or untrained), the critic it is shaped by (its folder's marker when
+                    this run does not train it), the train and dev-selection dialogues
     test         <- env sections + teacher/policy/arm/fit, calibration, sft, grpo, the test dialogues
 """
 
@@ -31,7 +31,8 @@ DIGESTED_SPLITS = ("train", "dev", "dev_calibration", "dev_selection", "test")
 
 def plan_keys(cfg, splits: DataSplits, stage_one_critic: str | None = None) -> dict[str, StageKey]:
     """Every stage's key for ``cfg`` (a MemprmConfig) on ``splits``. ``stage_one_critic``: the critic marker
-    hash of the run named by ``fit.stage_one_dir`` when that is another run (None: this run trains it)."""
+    hash of the run folder named by ``fit.stage_one_dir`` when this run does not train its critic (stage one
+    elsewhere, or no ``critic`` stage); None: this run trains it."""
     raw = to_dict(cfg)
     digest = {s: dialogues_digest(splits[s]) for s in DIGESTED_SPLITS}
     keys: dict[str, StageKey] = {}
@@ -51,7 +52,7 @@ def plan_keys(cfg, splits: DataSplits, stage_one_critic: str | None = None) -> d
     stages = set(cfg.fit.stages)
     start = keys["sft"].digest if "sft" in stages else "untrained"
     critic = "none"
-    if "critic" in stages and cfg.rollout.shaping != "none":
+    if cfg.rollout.shaping != "none":
         critic = keys["critic"].digest if stage_one_critic is None else stage_one_critic
     grpo_up = {
         "calibration": cal,
