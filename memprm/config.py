@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from omegaconf import OmegaConf
 
-from memprm.callbacks.callback_config import DevSelectionConfig, ShapingMonitorConfig
+from memprm.callbacks.callback_config import DevSelectionConfig, DriftMonitorConfig, ShapingMonitorConfig
 from memprm.configtools import ConfigError, build, to_dict
 from memprm.credit.presence import CreditConfig
 from memprm.credit.tiers import RelabelConfig
@@ -49,8 +49,9 @@ STAGES = ("critic", "sft", "grpo", "test")
 
 @dataclass(frozen=True)
 class FitConfig:
-    #: the stages ``fit`` runs, in pipeline order: ``critic`` (teacher trajectories, relabeling, critic,
-    #: validity report), ``sft``, ``grpo``, ``test`` (see :mod:`memprm.fit`).
+    #: the stages ``fit`` runs, each once and in pipeline order: ``critic`` (teacher trajectories, relabeling,
+    #: critic, validity report), ``sft``, ``grpo``, ``test`` (see :mod:`memprm.fit`). Without ``critic``, a
+    #: shaped GRPO (``rollout.shaping`` not ``none``) uses the critic of ``stage_one_dir``.
     stages: tuple[str, ...] = STAGES
     #: the run folder's name under ``output_dir``; empty = ``<arm>-seed<seed>``.
     run_name: str = ""
@@ -66,6 +67,11 @@ class FitConfig:
         bad = [s for s in self.stages if s not in STAGES]
         if bad or not self.stages:
             raise ValueError(f"fit.stages must be a non-empty list from {STAGES}, got {list(self.stages)}")
+        if list(self.stages) != sorted(set(self.stages), key=STAGES.index):
+            raise ValueError(
+                f"fit.stages must list each stage once, in the pipeline order {', '.join(STAGES)}; "
+                f"got {list(self.stages)}"
+            )
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,7 @@ class MemprmConfig:
     dev_selection: DevSelectionConfig = field(default_factory=DevSelectionConfig)
     critic_refresh: CriticRefreshConfig = field(default_factory=CriticRefreshConfig)
     shaping_monitor: ShapingMonitorConfig = field(default_factory=ShapingMonitorConfig)
+    drift: DriftMonitorConfig = field(default_factory=DriftMonitorConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     fit: FitConfig = field(default_factory=FitConfig)
     #: the ladder arm this run belongs to (names the run folder and the TensorBoard run).

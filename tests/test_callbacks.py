@@ -1,4 +1,5 @@
-"""The GRPO stage's callbacks: λ annealing, critic refresh and rollback, dev-checkpoint selection, shaping.
+"""The GRPO stage's callbacks: λ annealing, critic refresh and rollback, dev-checkpoint selection, shaping,
+policy drift (with :mod:`memprm.eval.drift`'s maths by hand).
 
 Scripted cases call the hooks with fake trainer / module objects; the integration cases run a real
 ``lightning.Trainer`` on a tiny module (a linear "policy" and a ``shaping_lambda`` attribute) fed lists of
@@ -15,7 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from helpers.tiny_models import tiny_frozen_critic
+from helpers.tiny_models import tiny_frozen_critic, tiny_scoring_policy
 from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader
@@ -25,11 +26,14 @@ from memprm.callbacks import (
     CriticRefreshConfig,
     DevCheckpointSelection,
     DevSelectionConfig,
+    DriftMonitorConfig,
     LambdaAnnealing,
+    PolicyDriftMonitor,
     ShapingMonitorConfig,
     ShapingShareMonitor,
 )
 from memprm.callbacks.critic_refresh import KEPT, ROLLED_BACK, SKIPPED
+from memprm.callbacks.policy_drift import record_gates
 from memprm.config import load_config
 from memprm.credit import CreditError, RewardWeights, composite_rewards, reward_masses, shaping_share
 from memprm.data.records import Dialogue
@@ -38,9 +42,11 @@ from memprm.env.evaluate import evaluate_manager, greedy_manager
 from memprm.env.gates import Action
 from memprm.env.policy import GateSample
 from memprm.env.stack import build_stack
-from memprm.eval import compute_validity
+from memprm.eval import EvalInputError, compute_validity
+from memprm.eval.drift import changed_share, entropy, even_indices, greedy_choices, kl_divergence
 from memprm.models.critic_data import CriticExample
 from memprm.models.critic_retrain import CriticHandle, refresh_critic, with_trainable_state
+from memprm.models.policy_config import LoraSettings
 from memprm.models.trainable import load_trainable, trainable_state
 from memprm.rollout.batches import GroupBatch, RolloutSteps
 
@@ -561,3 +567,188 @@ def test_real_trainer_checkpoint_and_resume(critic, tmp_path):
     assert handle2.critic is not critic  # refreshed critics all along
     assert [s for s, _ in select.history] == [0, 2, 3, 4, 6]
     assert (select.best_step, select.best_score) == (4, 0.6)
+
+
+# ---------------------------------------------------------------- policy drift: the maths
+
+LOG0 = -math.inf  # log 0: a candidate with probability 0
+# three gates: one candidate; two tied candidates; three candidates. Padding holds garbage on purpose.
+DRIFT_MASK = np.array([[True, False, False], [True, True, False], [True, True, True]])
+DRIFT_P = np.array([[0.0, 7.0, 7.0], np.log([0.5, 0.5, 1.0]), np.log([0.2, 0.5, 0.3])])
+DRIFT_Q = np.array([[0.0, -1.0, 3.0], np.log([0.25, 0.75, 1.0]), np.log([0.6, 0.2, 0.2])])
+
+
+def test_drift_entropy_kl_and_changed_share_by_hand():
+    # entropy: a single candidate is certain; two equal ones give log 2
+    h3 = -(0.2 * math.log(0.2) + 0.5 * math.log(0.5) + 0.3 * math.log(0.3))
+    assert entropy(DRIFT_P, DRIFT_MASK) == pytest.approx([0.0, math.log(2), h3])
+    # identical distributions: KL exactly 0 on every gate, the one-candidate gate included
+    assert kl_divergence(DRIFT_P, DRIFT_P, DRIFT_MASK).tolist() == [0.0, 0.0, 0.0]
+    # KL(p || q): 0; ½ log(½/¼) + ½ log(½/¾); 0.2 log(0.2/0.6) + 0.5 log(0.5/0.2) + 0.3 log(0.3/0.2)
+    kl3 = 0.2 * math.log(1 / 3) + 0.5 * math.log(2.5) + 0.3 * math.log(1.5)
+    assert kl_divergence(DRIFT_P, DRIFT_Q, DRIFT_MASK) == pytest.approx([0.0, 0.143841, kl3], abs=1e-6)
+    # p(c) = 0 adds nothing; q(c) = 0 where p(c) > 0 is an infinite KL
+    zero_p, zero_q = np.array([[LOG0, 0.0]]), np.log([[0.5, 0.5]])
+    both = np.ones((1, 2), dtype=bool)
+    assert kl_divergence(zero_p, zero_q, both).tolist() == [pytest.approx(math.log(2))]
+    assert kl_divergence(zero_q, zero_p, both).tolist() == [math.inf]
+    # greedy choices: ties go to the lowest index, padding is never chosen (its garbage is larger)
+    assert greedy_choices(DRIFT_P, DRIFT_MASK).tolist() == [0, 0, 1]
+    assert greedy_choices(DRIFT_Q, DRIFT_MASK).tolist() == [0, 1, 0]
+    assert changed_share(DRIFT_P, DRIFT_Q, DRIFT_MASK) == pytest.approx(2 / 3)
+    assert changed_share(DRIFT_P, DRIFT_P, DRIFT_MASK) == 0.0
+    assert even_indices(10, 4) == [0, 2, 5, 7] and even_indices(3, 5) == [0, 1, 2]
+    assert even_indices(0, 2) == []
+
+
+def test_drift_maths_reject_malformed_tables():
+    with pytest.raises(EvalInputError, match="row 1 has no candidate"):
+        entropy(np.zeros((2, 2)), np.array([[True, False], [False, False]]))
+    with pytest.raises(EvalInputError, match=r"\[0, 1\] is nan"):
+        kl_divergence(np.array([[0.0, math.nan]]), np.zeros((1, 2)), np.ones((1, 2), dtype=bool))
+    with pytest.raises(EvalInputError, match="same shape"):
+        changed_share(np.zeros((2, 2)), np.zeros((2, 2)), np.ones((2, 3), dtype=bool))
+    with pytest.raises(EvalInputError, match="boolean mask"):
+        entropy(np.zeros((1, 2)), np.ones((1, 2)))
+    with pytest.raises(EvalInputError, match="k >= 1"):
+        even_indices(3, 0)
+
+
+# ---------------------------------------------------------------- policy drift: the monitor
+
+
+@pytest.fixture(scope="module")
+def dev_play():
+    """The env and the dev selection dialogues of a tiny synthetic set (hashing embedder)."""
+    data = generate_synthetic(SyntheticConfig(n_dialogues=3, n_train=1, n_dev=1, sessions_per_dialogue=2,
+                                              turns_per_session=8))  # fmt: skip
+    stack = build_stack(load_config(None, ["embedder.kind=hashing", "embedder.dim=64"]))
+    return stack.env, data["dev_selection"]
+
+
+def _drift_policy():
+    return tiny_scoring_policy(seed=0, head_std=0.1, lora=LoraSettings(rank=0))  # entropy ≈ 0.6 nats
+
+
+def test_drift_gates_are_the_reference_greedy_play_evenly_subsampled(dev_play):
+    env, dialogues = dev_play
+    policy = _drift_policy()
+    every = record_gates(env, dialogues, policy, max_gates=10_000)
+    assert len(every) > 8 and all(g.candidates and g.view is not None for g in every)
+    picked = record_gates(env, dialogues, policy, max_gates=8)
+    assert picked == tuple(every[i] for i in even_indices(len(every), 8))  # deterministic, evenly spaced
+    monitor = PolicyDriftMonitor(DriftMonitorConfig(batch_size=3), policy, every)  # several forwards
+    # the table is the policy's distribution: log π(choice) and entropy as log_probs gives them, and the
+    # greedy choice the play recorded is the table's argmax
+    with torch.no_grad():
+        chosen, ent = policy.log_probs(every)
+    rows = np.arange(len(every))
+    picks = np.array([g.choice for g in every])
+    assert monitor.ref_logp[rows, picks] == pytest.approx(chosen.double().numpy(), abs=1e-5)
+    assert monitor.ref_entropy == pytest.approx(float(ent.mean()), abs=1e-5)
+    assert greedy_choices(monitor.ref_logp, monitor.mask).tolist() == picks.tolist()
+    assert monitor.mask.sum(axis=1).tolist() == [len(g.candidates) for g in every]
+    assert np.all(np.isneginf(monitor.ref_logp[~monitor.mask]))
+
+
+def test_drift_monitor_logs_at_start_and_every_n_steps_by_hand(dev_play, caplog, tmp_path):
+    env, dialogues = dev_play
+    policy = _drift_policy()
+    cfg = DriftMonitorConfig(every_n_steps=2, max_gates=12)
+    monitor = PolicyDriftMonitor.from_play(cfg, policy, env, dialogues)
+    resumed = PolicyDriftMonitor.from_play(cfg, policy, env, dialogues)  # built from the same reference
+    other = PolicyDriftMonitor(cfg, policy, monitor.gates[:-1])  # other gates (max_gates changed)
+    ref_logp, mask = monitor.ref_logp, monitor.mask
+    trainer, module = FakeTrainer(), FakeModule(policy=policy)
+    policy.train()
+    monitor.on_train_start(trainer, module)  # step 0: the reference itself
+    with torch.no_grad():  # the head zeroed: every gate uniform over its candidates
+        policy.head.weight.zero_()
+        policy.head.bias.zero_()
+    for step in (1, 3, 4, 5):
+        trainer.global_step = step
+        monitor.on_train_batch_end(trainer, module, None, [], 0)
+    assert policy.training  # measured in eval mode, the mode restored
+    log = trainer.loggers[0]
+    assert [s for s, _ in log.values("drift/kl_to_ref")] == [0, 3, 4]  # crossing 2 at 3, 4 at 4; not at 1, 5
+    assert log.values("drift/ref_entropy") == [(0, monitor.ref_entropy)]  # logged once
+    start = monitor.history[0]
+    assert (start.step, start.action_changed) == (0, 0.0) and start.kl_to_ref == pytest.approx(0.0, abs=1e-9)
+    assert start.entropy == pytest.approx(monitor.ref_entropy)
+    n = mask.sum(axis=1)  # [N] candidates per gate
+    uniform_kl = -np.log(n) - np.where(mask, ref_logp, 0.0).sum(axis=1) / n  # Σ_c (1/n)(log 1/n − log π_ref)
+    ref_choice = np.array([g.choice for g in monitor.gates])
+    for rec in monitor.history[1:]:
+        assert rec.entropy == pytest.approx(float(np.log(n).mean()))
+        assert rec.kl_to_ref == pytest.approx(float(uniform_kl.mean()))
+        assert rec.action_changed == pytest.approx(float(np.mean(ref_choice != 0)))  # uniform: greedy = Noop
+    assert monitor.history[1].action_changed > 0 and monitor.history[1].kl_to_ref > 0
+    assert log.values("drift/action_changed")[1] == (3, monitor.history[1].action_changed)
+    # the checkpoint round trip: the history comes back, nothing is measured again at the resumed step
+    resumed.load_state_dict(torch.load(_saved(monitor.state_dict(), tmp_path), weights_only=True))
+    assert resumed.history == monitor.history
+    trainer2 = FakeTrainer()
+    trainer2.global_step = 5
+    resumed.on_train_start(trainer2, module)
+    resumed.on_train_batch_end(trainer2, module, None, [], 0)
+    assert trainer2.loggers[0].rows == []
+    trainer2.global_step = 6
+    resumed.on_train_batch_end(trainer2, module, None, [], 0)
+    assert [s for s, _ in trainer2.loggers[0].values("drift/entropy")] == [6]
+    # a checkpoint measured on other gates is not resumed from: its history is dropped, measuring restarts
+    with caplog.at_level("WARNING", logger="memprm.stages"):
+        other.load_state_dict(monitor.state_dict())
+    assert other.history == [] and "other gates" in caplog.text
+    with pytest.raises(ValueError, match="field 'gates' is missing"):
+        other.load_state_dict({"history": []})
+
+
+class _CausalLike(nn.Module):
+    cfg = SimpleNamespace(kind="causal")
+
+
+def test_drift_monitor_refuses_the_causal_policy_and_bad_settings(dev_play):
+    env, dialogues = dev_play
+    with pytest.raises(ValueError, match=r"_CausalLike \(policy.kind='causal'\).*drift.enabled=false"):
+        PolicyDriftMonitor.from_play(DriftMonitorConfig(), _CausalLike(), env, dialogues)
+    with pytest.raises(ValueError, match="no gates"):
+        PolicyDriftMonitor(DriftMonitorConfig(), _drift_policy(), ())
+    for bad in ({"every_n_steps": 0}, {"max_gates": True}, {"batch_size": 1.5}, {"enabled": "yes"}):
+        with pytest.raises(ValueError, match="drift."):
+            DriftMonitorConfig(**bad)
+    assert load_config(None, ["drift.max_gates=10"]).drift == DriftMonitorConfig(max_gates=10)
+    with pytest.raises(ValueError, match="drift.every_n_steps must be an integer >= 1"):
+        load_config(None, ["drift.every_n_steps=0"])
+
+
+class _HeadModule(TinyModule):
+    """A scoring policy whose head GRPO-like steps pull towards all-ones (so the distribution drifts)."""
+
+    def __init__(self, policy):
+        super().__init__()
+        self.policy = policy
+
+    def training_step(self, batch, batch_idx):
+        return ((self.policy.head.weight - 1.0) ** 2).sum()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.policy.head.parameters(), lr=0.05)
+
+
+def test_drift_monitor_in_a_real_trainer_with_resume(dev_play, tmp_path):
+    env, dialogues = dev_play
+    cfg = DriftMonitorConfig(every_n_steps=2, max_gates=10)
+    batches = [[group(rollout(["a"]))]] * 6
+    policy = _drift_policy()
+    monitor = PolicyDriftMonitor.from_play(cfg, policy, env, dialogues)
+    trainer = fit(_HeadModule(policy), [monitor], 3, batches)
+    assert [r.step for r in monitor.history] == [0, 2]
+    assert monitor.history[0].kl_to_ref == pytest.approx(0.0, abs=1e-9) and monitor.history[1].kl_to_ref > 0
+    ckpt = tmp_path / "last.ckpt"
+    trainer.save_checkpoint(ckpt)
+    fresh = _drift_policy()  # the resumed stage rebuilds the reference from the SFT policy
+    monitor2 = PolicyDriftMonitor.from_play(cfg, fresh, env, dialogues)
+    fit(_HeadModule(fresh), [monitor2], 6, batches, ckpt_path=ckpt)
+    assert [r.step for r in monitor2.history] == [0, 2, 4, 6]
+    assert monitor2.history[:2] == monitor.history
+    assert monitor2.history[3].kl_to_ref > monitor2.history[1].kl_to_ref  # the head kept drifting

@@ -5,7 +5,8 @@
   labels, anchored to the offline snapshot, audited and rolled back when worse;
 - :class:`DevCheckpointSelection` (``dev_selection``): the best policy by dev-selection accuracy, loaded at
   the end of training;
-- :class:`ShapingShareMonitor` (``shaping_monitor``): the shaping share over a window of batches.
+- :class:`ShapingShareMonitor` (``shaping_monitor``): the shaping share over a window of batches;
+- :class:`PolicyDriftMonitor` (``policy_drift``): KL, entropy and changed greedy actions vs the SFT policy.
 
 Their settings live in :mod:`memprm.callbacks.callback_config`, which imports neither torch nor lightning. The
 callbacks are imported on first access (``from memprm.callbacks import LambdaAnnealing``), so that importing
@@ -17,19 +18,21 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from memprm.callbacks.callback_config import DevSelectionConfig, ShapingMonitorConfig
+from memprm.callbacks.callback_config import DevSelectionConfig, DriftMonitorConfig, ShapingMonitorConfig
 from memprm.models.critic_config import CriticRefreshConfig
 
 if TYPE_CHECKING:
     from memprm.callbacks.critic_refresh import CriticRefresh
     from memprm.callbacks.dev_selection import DevCheckpointSelection
     from memprm.callbacks.lambda_annealing import LambdaAnnealing
+    from memprm.callbacks.policy_drift import PolicyDriftMonitor
     from memprm.callbacks.shaping_monitor import ShapingShareMonitor
 
 _LAZY = {
     "CriticRefresh": "memprm.callbacks.critic_refresh",
     "DevCheckpointSelection": "memprm.callbacks.dev_selection",
     "LambdaAnnealing": "memprm.callbacks.lambda_annealing",
+    "PolicyDriftMonitor": "memprm.callbacks.policy_drift",
     "ShapingShareMonitor": "memprm.callbacks.shaping_monitor",
 }
 __all__ = [
@@ -37,7 +40,9 @@ __all__ = [
     "CriticRefreshConfig",
     "DevCheckpointSelection",
     "DevSelectionConfig",
+    "DriftMonitorConfig",
     "LambdaAnnealing",
+    "PolicyDriftMonitor",
     "ShapingMonitorConfig",
     "ShapingShareMonitor",
 ]

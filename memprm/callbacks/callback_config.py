@@ -33,3 +33,27 @@ class ShapingMonitorConfig:
         v = self.window
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"shaping_monitor.window must be an integer >= 1, got {v!r}")
+
+
+@dataclass(frozen=True)
+class DriftMonitorConfig:
+    #: log how far GRPO moves the policy from the SFT policy on fixed dev selection gates (``drift/*`` in
+    #: TensorBoard, :mod:`memprm.callbacks.policy_drift`). Scoring policy only: with ``policy.kind`` causal
+    #: (no exact distribution over a candidate set) the GRPO stage skips it with a warning. It changes no
+    #: result, so this section is not part of the GRPO stage's key (:mod:`memprm.stages.markers`).
+    enabled: bool = True
+    #: measure every this many optimizer steps, and once before the first.
+    every_n_steps: int = 4
+    #: measure on at most this many gates, evenly spaced over the SFT policy's greedy play of the dev selection
+    #: dialogues (all of them when fewer).
+    max_gates: int = 400
+    #: gates scored per policy forward (bounds the memory of one measurement).
+    batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise ValueError(f"drift.enabled must be true or false, got {self.enabled!r}")
+        for name in ("every_n_steps", "max_gates", "batch_size"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"drift.{name} must be an integer >= 1, got {v!r}")

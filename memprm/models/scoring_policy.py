@@ -216,16 +216,17 @@ class ScoringPolicy(nn.Module):
         feats = view_features(views, self.vectors, cached=not self._encoder_trains())  # [T, F]
         return self.head(feats).squeeze(-1) / self.cfg.temperature  # [T]
 
-    def log_probs(self, samples: Sequence[GateSample]) -> tuple[torch.Tensor, torch.Tensor]:
-        """(log π(choice) [N], entropy [N]) with gradients; all candidates of all samples in one batch."""
+    def candidate_log_probs(self, samples: Sequence[GateSample]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(log π(candidate | gate) [N, C], mask [N, C]) over every candidate of every sample, C the most
+        candidates of any sample; ``-inf`` at padding (mask False). One batch, with gradients, in the current
+        mode; ``choice`` is not read (the drift monitor compares whole distributions)."""
         if not samples:
-            raise ValueError("ScoringPolicy.log_probs: no samples")
-        for i, s in enumerate(samples):
-            if not s.candidates or not 0 <= s.choice < len(s.candidates):
-                raise ValueError(
-                    f"ScoringPolicy.log_probs: sample {i} has {len(s.candidates)} candidates and choice "
-                    f"{s.choice} (not a scoring-policy sample?)"
-                )
+            raise ValueError("ScoringPolicy: no samples to score")
+        empty = [i for i, s in enumerate(samples) if not s.candidates]
+        if empty:
+            raise ValueError(
+                f"ScoringPolicy: sample {empty[0]} has no candidates (not a scoring-policy sample?)"
+            )
         counts = torch.tensor([len(s.candidates) for s in samples], device=self.device)  # [N]
         logits = self._sample_logits(samples)  # [T], T = Σ counts
         n, width = len(samples), int(counts.max())
@@ -237,7 +238,18 @@ class ScoringPolicy(nn.Module):
         mask = torch.zeros((n, width), dtype=torch.bool, device=self.device).index_put(
             (rows, cols), torch.ones_like(rows, dtype=torch.bool)
         )  # [N, C]
-        logp = torch.log_softmax(table, dim=1)  # [N, C], -inf at padding
+        return torch.log_softmax(table, dim=1), mask  # [N, C], -inf at padding
+
+    def log_probs(self, samples: Sequence[GateSample]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(log π(choice) [N], entropy [N]) with gradients; all candidates of all samples in one batch."""
+        for i, s in enumerate(samples):
+            if not s.candidates or not 0 <= s.choice < len(s.candidates):
+                raise ValueError(
+                    f"ScoringPolicy.log_probs: sample {i} has {len(s.candidates)} candidates and choice "
+                    f"{s.choice} (not a scoring-policy sample?)"
+                )
+        logp, mask = self.candidate_log_probs(samples)  # [N, C], [N, C]
+        n = len(samples)
         choices = torch.tensor([s.choice for s in samples], device=self.device)  # [N]
         chosen = logp[torch.arange(n, device=self.device), choices]  # [N]
         safe = torch.where(mask, logp, torch.zeros_like(logp))  # no 0·(-inf) in value or gradient

@@ -4,9 +4,10 @@ Wiring (nothing stateful lives on the LightningModule but the policy and the cur
 into a :class:`GroupRunner`, injected into the :class:`RolloutDataModule`; the critic (none for arms
 without shaping) is reached through a :class:`CriticHandle`, so a refresh swaps what the rollouts use; the
 callbacks are λ(k) annealing, critic refresh (off by default), dev-checkpoint selection on the dev
-*selection* half, the shaping-share monitor and the LLM-failure stop. Logs go to ``tb/grpo``; the stage
-ends at ``grpo.max_steps`` optimizer steps or ``grpo.batch_budget`` batches, whichever first, with the best
-policy by dev accuracy loaded. A killed stage resumes from ``grpo/checkpoints/last.ckpt`` (:func:`train_grpo`).
+*selection* half, the shaping-share and policy-drift monitors and the LLM-failure stop. Logs go to
+``tb/grpo``; the stage ends at ``grpo.max_steps`` optimizer steps or ``grpo.batch_budget`` batches, whichever
+first, with the best policy by dev accuracy loaded. A killed stage resumes from ``grpo/checkpoints/last.ckpt``
+(:func:`train_grpo`).
 """
 
 from __future__ import annotations
@@ -70,17 +71,20 @@ def train_grpo(cfg, run: Run) -> GRPOStageResult:
     (:mod:`memprm.callbacks.resume_state`). ``grpo/checkpoints/key.json`` holds the hash of the config the
     checkpoint belongs to: the stage resumes from ``last.ckpt`` only under the same hash (else it starts
     over, clearing the checkpoints and ``tb/grpo``), cuts ``tb/grpo``'s event files back to the checkpoint
-    (:mod:`memprm.stages.tb_resume`) and appends the optimizer step it starts from to ``grpo/starts.json``."""
+    (:mod:`memprm.stages.tb_resume`) and appends the optimizer step it starts from to ``grpo/starts.json``.
+    Ctrl-C or SIGTERM writes ``last.ckpt`` after the current batch and raises
+    :class:`~memprm.callbacks.signal_stop.FitInterrupted` (:mod:`memprm.callbacks.signal_stop`)."""
     from memprm.callbacks import CriticRefresh, DevCheckpointSelection, LambdaAnnealing, ShapingShareMonitor
     from memprm.callbacks.llm_failures import LLMFailureStop
     from memprm.callbacks.resume_state import AtomicCheckpointIO, ResumeState, StepCheckpoint
+    from memprm.callbacks.signal_stop import StopOnSignal
     from memprm.models.critic_retrain import CriticHandle
     from memprm.models.grpo_module import GRPOPolicyModule
     from memprm.rollout.datamodule import RolloutDataModule
     from memprm.stages.tb_resume import ResumableTensorBoardLogger
 
     stack, run_dir, dev_selection = run.stack, run.dir, run.splits["dev_selection"]
-    critic = run.out.critic.critic if run.out.critic is not None and cfg.rollout.shaping != "none" else None
+    critic = _shaping_critic(cfg, run)
     handle = CriticHandle(critic) if critic is not None else None
     score = handle.score if handle is not None else None
     runner = GroupRunner(stack.env, cfg.credit, cfg.rollout, score, stack.stopwatch)
@@ -106,6 +110,12 @@ def train_grpo(cfg, run: Run) -> GRPOStageResult:
         LLMFailureStop(cfg.llm.max_failure_share),
         *run.grpo_callbacks,
     ]
+    if cfg.drift.enabled and cfg.policy.kind == "scoring":  # run.policy is still GRPO's start: the reference
+        from memprm.callbacks import PolicyDriftMonitor
+
+        callbacks.append(PolicyDriftMonitor.from_play(cfg.drift, run.policy, stack.env, dev_selection))
+    elif cfg.drift.enabled:
+        log.warning("GRPO: drift monitoring needs policy.kind=scoring; skipped for %r", cfg.policy.kind)
     refresh = None
     if handle is not None and cfg.critic_refresh.every_n_steps > 0:
         audit = _validity_audit(cfg, stack, run.splits["dev"], run.stage_one)
@@ -118,7 +128,8 @@ def train_grpo(cfg, run: Run) -> GRPOStageResult:
         logger.resume_at(*_resume_facts(ckpt_path))
         module.strict_loading = False  # checkpoints hold the trainable weights only (ResumeState)
     resume = ResumeState(run_dir / "grpo" / "starts.json")
-    callbacks.append(resume)
+    stop = StopOnSignal(ckpt_dir / "last.ckpt")
+    callbacks += [resume, stop]
     if cfg.grpo.checkpoint_every > 0:
         callbacks.append(StepCheckpoint(ckpt_dir, cfg.grpo.checkpoint_every))
     budget = cfg.grpo.batch_budget
@@ -136,7 +147,8 @@ def train_grpo(cfg, run: Run) -> GRPOStageResult:
     )
     logger.progress = lambda: trainer.fit_loop.epoch_loop.batch_progress.total.ready
     with (
-        warnings.catch_warnings()
+        stop.armed(),
+        warnings.catch_warnings(),
     ):  # the episodes do resume: through the DataModule's state, not the loader's
         warnings.filterwarnings("ignore", message=".*your dataloader is not resumable")
         warnings.filterwarnings("ignore", message=".*Checkpoint directory .* exists and is not empty")
@@ -164,6 +176,19 @@ def train_grpo(cfg, run: Run) -> GRPOStageResult:
         outside,
         resume.start_step or 0,
     )
+
+
+def _shaping_critic(cfg, run: Run):
+    """The critic the rollouts are shaped by: none when ``rollout.shaping`` is ``none``; else this run's
+    stage one, or, without a ``critic`` stage, the one saved in ``fit.stage_one_dir``."""
+    if cfg.rollout.shaping == "none":
+        return None
+    if run.out.critic is not None:
+        return run.out.critic.critic
+    from memprm.stages.critic_stage import load_critic_stage
+
+    log.info("GRPO: shaped by the critic of %s", run.stage_one / "critic")
+    return load_critic_stage(run.stage_one).critic
 
 
 def _resume_point(ckpt_dir: Path, tb_dir: Path, digest: str) -> Path | None:
