@@ -73,6 +73,25 @@ def test_process_advantages_hand_computed():
     assert (g.mean, g.std) == pytest.approx((0.4, np.sqrt(0.24)))
 
 
+def test_gate_advantages_hand_computed():
+    # returns to go [[1, 0], [1, 1], [0, 0]]; per-gate means [2/3, 1/3]; centred values have mean square 2/9
+    g = group_advantages([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]], "gate")
+    s = np.sqrt(2 / 9)
+    assert g.status is GroupStatus.OK
+    assert np.allclose(np.stack(g.advantages), np.array([[1, -1], [1, 2], [-2, -1]]) / 3 / s)
+    assert np.allclose(np.sum(g.advantages, axis=0), 0.0)  # each gate's advantages sum to zero
+
+
+def test_gate_mode_has_no_offset_that_grows_with_the_steps_left():
+    """R paid at the last step only: ``process`` lifts the late gates of *every* rollout alike (one mean per
+    step, summed over the suffix: the worse rollout's last action gets +4.4), ``gate`` gives each rollout its
+    contrast alone, the same at every gate."""
+    rewards = [np.r_[np.zeros(49), 1.0], np.r_[np.zeros(49), 0.5]]
+    process, gate = group_advantages(rewards), group_advantages(rewards, "gate")
+    assert process.advantages[1][-1] > 4 and process.advantages[1][0] < -2  # same action, sign by position
+    assert np.allclose(gate.advantages[0], 1.0) and np.allclose(gate.advantages[1], -1.0)
+
+
 def test_outcome_advantages_hand_computed():
     g = group_advantages([[0.3, 0.1], [0.0], [5.0, 1.0, 2.0]], "outcome", outcomes=[1.0, 0.5, 0.0])
     z = 0.5 / np.sqrt(1 / 6)
@@ -87,6 +106,8 @@ def test_outcome_advantages_hand_computed():
         ([[0.2, 0.9], [0.2, 0.9], [0.2, 0.9]], "process", None, GroupStatus.IDENTICAL_ROLLOUTS),
         ([[0.2, 0.9]], "process", None, GroupStatus.IDENTICAL_ROLLOUTS),  # a group of one has no contrast
         ([[0.1], [0.7, 0.2]], "outcome", [0.6, 0.6], GroupStatus.ZERO_VARIANCE),
+        ([[0.2, 0.9], [0.2, 0.9]], "gate", None, GroupStatus.IDENTICAL_ROLLOUTS),
+        ([[0.2, 0.9]], "gate", None, GroupStatus.ZERO_VARIANCE),
     ],
 )
 def test_groups_without_contrast_are_flagged_with_zero_advantages(rewards, mode, outcomes, status):
@@ -109,6 +130,7 @@ def test_identical_within_eps_is_still_a_contrast_beyond_it():
         ([[0.1], [0.2]], "outcome", None, "one outcome per rollout"),
         ([[0.1], [0.2]], "outcome", [0.1, float("inf")], r"outcomes\[1\] \(rollout 1\)"),
         ([[0.1], [0.2]], "reinforce", None, "mode must be"),
+        ([[0.1], [0.2, 0.3]], "gate", None, "same gates, got lengths"),
         ([[[0.1]], [0.2]], "process", None, "rollout 0: rewards must be 1-D"),
     ],
 )

@@ -4,6 +4,8 @@
   *all* step rewards in the group, ``r̃ = (r − mean) / std``, then ``A_t = Σ_{s ≥ t} r̃_s`` within its rollout.
   Rollouts may have different lengths, but each needs at least one step.
 - ``outcome`` (outcome-only arm): every step of rollout i gets ``(R_i − mean R) / std R``.
+- ``gate``: each rollout's return to go ``G_t = Σ_{s ≥ t} r_s`` minus the group's mean at the same gate t,
+  over the std of those differences (a per-gate baseline; :func:`_gate_advantages` says why).
 
 The std is the population std (ddof = 0), so normalized values have unit variance. A group is skipped
 (status not ``ok``, all advantages zero, shapes kept) when it carries no contrast: ``zero_variance`` when the
@@ -65,13 +67,15 @@ def group_advantages(
     >>> group_advantages([[0.3, 1.0], [0.3, 1.0]]).status.value
     'identical_rollouts'
     """
-    if mode not in ("process", "outcome"):
-        raise CreditError(f"group_advantages: mode must be 'process' or 'outcome', got {mode!r}")
+    if mode not in ("process", "outcome", "gate"):
+        raise CreditError(f"group_advantages: mode must be 'process', 'outcome' or 'gate', got {mode!r}")
     if not (math.isfinite(eps) and eps >= 0):
         raise CreditError(f"group_advantages: eps must be finite and >= 0, got {eps!r}")
     if len(rewards) == 0:
         raise CreditError("group_advantages: the group is empty (no rollouts)")
     rows = [_rollout(r, i, mode) for i, r in enumerate(rewards)]
+    if mode == "gate":
+        return _gate_advantages(rows, eps)
     if mode == "process":
         values = np.concatenate(rows)  # [Σ T_i]
     else:
@@ -99,6 +103,28 @@ def group_advantages(
     else:
         adv = tuple(np.full_like(r, (values[i] - mean) / std) for i, r in enumerate(rows))
     return GroupAdvantages(adv, status, mean, std)
+
+
+def _gate_advantages(rows: list[np.ndarray], eps: float) -> GroupAdvantages:
+    """``gate`` mode: rows [G][T] → ``A_t = (G_t − mean_i G_t) / std`` over the group's centred returns to go.
+
+    The forks of a window share its gates, so lengths must be equal. ``process`` subtracts one mean from every
+    step and sums it over the suffix, so its advantages carry an offset that depends on the gate's position and
+    is shared by every rollout (R paid at the last gate lifts all rollouts' late gates alike, whatever they
+    did); here each gate's baseline is what the group's forks earned from that gate on.
+    """
+    lengths = {r.shape[0] for r in rows}
+    if len(lengths) != 1:
+        raise CreditError(
+            f"group_advantages: gate mode needs rollouts over the same gates, got lengths {[r.shape[0] for r in rows]}"
+        )
+    togo = np.cumsum(np.stack(rows)[:, ::-1], axis=1)[:, ::-1]  # [G, T], G_t = Σ_{s ≥ t} r_s
+    centred = togo - togo.mean(axis=0, keepdims=True)  # [G, T]
+    std = float(np.sqrt((centred**2).mean()))
+    if std <= eps:
+        status = GroupStatus.IDENTICAL_ROLLOUTS if len(rows) > 1 else GroupStatus.ZERO_VARIANCE
+        return GroupAdvantages(tuple(np.zeros_like(r) for r in rows), status, 0.0, std)
+    return GroupAdvantages(tuple(centred / std), GroupStatus.OK, 0.0, std)
 
 
 def _rollout(r: object, i: int, mode: str) -> np.ndarray:

@@ -13,7 +13,7 @@ from typing import Literal
 
 from memprm.credit.reward import RewardWeights
 
-ADVANTAGE_MODES = ("process", "outcome")
+ADVANTAGE_MODES = ("process", "outcome", "gate")
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,11 @@ class GRPOConfig:
     ppo_epochs: int = 2
     #: gate samples per optimizer step within a pass (shuffled each pass); 0 = the whole batch in one step.
     minibatch_size: int = 0
-    #: ``process``: per-step composite rewards normalized over the group and summed from t on (the method);
-    #: ``outcome``: the group-normalized R at every step (outcome-only arm).
-    advantage_mode: Literal["process", "outcome"] = "process"
+    #: ``process``: per-step composite rewards normalized over the group and summed from t on (Shao et al.'s
+    #: process supervision); ``gate``: each gate's return to go minus the group's mean return to go at that
+    #: gate (a per-gate baseline, no offset growing with the steps left); ``outcome``: the group-normalized R
+    #: at every step (outcome-only arm). See :mod:`memprm.credit.advantage`.
+    advantage_mode: Literal["process", "outcome", "gate"] = "process"
     #: weights of R, u and miss in the composite reward (λ(k) weighs the shaping, see below).
     weights: RewardWeights = field(default_factory=RewardWeights)
     #: λ0: the shaping weight at optimizer step 0 (the paper gives no value; 1.0 puts s̃ on R's scale).
