@@ -168,3 +168,72 @@ def test_evaluate_manager_on_final_banks(setup):
     teacher = evaluate_manager(stack.env, data["dev"], stack.teacher, progress=False)
     assert teacher.entries > 0
     assert res.as_metrics("test")["test/accuracy"] == res.accuracy
+
+
+def test_cumulative_quiz_reasks_every_question_unlocked_so_far(setup):
+    """rollout.quiz=cumulative: window w's quiz holds every official question unlocked through w (the last
+    window: the whole dialogue, as the test protocol asks); the window scope only those w unlocks."""
+    from memprm.env.exam import ReaderCache, unlocked_questions
+    from memprm.env.memory_env import advance_reference
+
+    data, stack, _ = setup
+    d = data["train"][0]
+    reference = MemoryBank()
+    seen: list[str] = []
+    per_window = {}
+    for s in d.sessions:
+        advance_reference(reference, d, s.index)
+        cache = ReaderCache(stack.env.reader, stack.env.judge)
+        window = stack.env.prepare_quiz(d, s.index, reference, cache)
+        cumul = stack.env.prepare_quiz(d, s.index, reference, cache, cumulative=True)
+        official = lambda q: {i.question.id for i in q.quiz.items if i.kind == "official"}  # noqa: E731
+        now = [t.id for t in s.turns]
+        assert official(window) == {q.id for q in unlocked_questions(d, seen, now)}
+        seen += now
+        assert official(cumul) == {q.id for q in unlocked_questions(d, [], seen)}
+        assert official(window) <= official(cumul)
+        per_window[s.index] = official(cumul)
+    assert per_window[d.sessions[-1].index] == {q.id for q in d.questions}  # the last window asks them all
+    assert len(per_window[d.sessions[0].index]) < len(d.questions)
+
+
+def test_run_group_hands_out_every_fork_when_asked(setup):
+    data, stack, policy = setup
+    d = data["train"][0]
+    runner = GroupRunner(stack.env, CreditConfig(), RolloutConfig(group_size=3, quiz="cumulative"), critic)
+    forks: list[MemoryBank] = []
+    batch, new = runner.run_group(
+        d, 1, MemoryBank(), MemoryBank(), policy, np.random.default_rng(0), torch.Generator().manual_seed(0),
+        forks=forks,
+    )  # fmt: skip
+    assert len(forks) == 3 and forks[batch.write_back] is new
+    with pytest.raises(ValueError, match="rollout.quiz"):
+        RolloutConfig(quiz="dialogue")
+
+
+def test_reward_alignment_tool_reports_signal_beside_test_accuracy(tmp_path, capsys):
+    """The tool's per-manager columns compose into the return (no critic: return = R + Σu − Σmiss at unit
+    weights), its accuracy is the test protocol's on the same dialogues, and every Spearman is a correlation."""
+    import json
+
+    from helpers.tools_loader import load_tool
+
+    tool = load_tool("reward_alignment")
+    out = tmp_path / "align.json"
+    tiny = ["data.synthetic.n_dialogues=3", "data.synthetic.n_train=1", "data.synthetic.n_dev=1",
+            "data.synthetic.sessions_per_dialogue=2", "embedder.kind=hashing", "embedder.dim=256",
+            "rollout.quiz=cumulative"]  # fmt: skip
+    assert tool.main(["--json", str(out), "--group", "3", *tiny]) == 0
+    got = json.loads(out.read_text())
+    assert got["quiz"] == "cumulative" and got["shaping"] == "none"
+    names = {"Noop-only", "Write-all (raw turns)", "heuristic teacher", "oracle (annotations)"}
+    assert names | {f"random (seed {s})" for s in range(3)} == set(got["managers"])
+    for name, row in got["managers"].items():
+        assert row["return"] == pytest.approx(row["R"] + row["credit"] - row["miss"]), name
+        assert row["shaping"] == 0.0 and 0.0 <= row["accuracy"] <= 1.0 and row["episodes"] == 2
+    assert got["managers"]["Noop-only"]["credit"] == 0.0  # a Noop touches no entry
+    for col in ("R", "credit", "return"):
+        rho = got["spearman_vs_accuracy"][col]["value"]
+        assert rho is None or -1.0 <= rho <= 1.0
+    assert got["within_group"]["R"]["groups"] == 2  # one G = 3 group per window of the train dialogue
+    assert "| heuristic teacher |" in capsys.readouterr().out

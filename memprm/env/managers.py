@@ -68,6 +68,24 @@ class NoisyManager:
         return self.manager(obs)
 
     def act(self, obs: Observation, *, greedy: bool = False, generator=None):
-        from memprm.env.policy import GateSample
+        return _played(self(obs))
 
-        return self(obs), GateSample(prompt="")
+
+def _played(action: Action):
+    from memprm.env.policy import GateSample
+
+    return action, GateSample(prompt="")
+
+
+class _AsGatePolicy:
+    def __init__(self, manager):
+        self.manager = manager
+
+    def act(self, obs: Observation, *, greedy: bool = False, generator=None):
+        return _played(self.manager(obs))
+
+
+def as_gate_policy(manager):
+    """A manager as something :class:`~memprm.rollout.runner.GroupRunner` can roll out (an ``act`` method
+    returning the action and an empty sample); a gate policy or a :class:`NoisyManager` is returned as is."""
+    return manager if hasattr(manager, "act") else _AsGatePolicy(manager)

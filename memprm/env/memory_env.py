@@ -129,15 +129,29 @@ class MemoryEnv:
 
     # ------------------------------------------------------------------------------------------ exams
     def prepare_quiz(
-        self, dialogue: Dialogue, window: int, reference: MemoryBank, cache: ReaderCache
+        self,
+        dialogue: Dialogue,
+        window: int,
+        reference: MemoryBank,
+        cache: ReaderCache,
+        cumulative: bool = False,
     ) -> PreparedQuiz:
-        """The window's quiz. ``reference``: the verbatim layer through the end of this window."""
+        """The window's quiz. ``reference``: the verbatim layer through the end of this window.
+
+        ``cumulative``: the official questions are every question unlocked *so far* (by this window or an
+        earlier one), re-asked of the bank as it is now, instead of only those this window unlocks; at the
+        dialogue's last window that is every question of the dialogue, the test protocol's exam. The probes
+        stay the window's own."""
         session = _session(dialogue, window)
         generated = self.probes.generate(dialogue, session.turns)
         report = gate_probes(generated, reference, cache, self.retriever)
         before = [t.id for s in dialogue.sessions if s.index < session.index for t in s.turns]
+        if cumulative:
+            before, now = [], before + [t.id for t in session.turns]
+        else:
+            now = [t.id for t in session.turns]
         quiz = assemble_quiz(
-            dialogue, report.kept, before, [t.id for t in session.turns], self.cfg.final_session_weight
+            dialogue, report.kept, before, now, self.cfg.final_session_weight
         )
         return PreparedQuiz(quiz, report, len(generated))
 

@@ -53,12 +53,18 @@ class RolloutConfig:
     group_size: int = 4
     #: the critic shaping: ``suffix_min`` (the method), ``sum`` (ablation) or ``none``.
     shaping: str = "suffix_min"
+    #: the official questions of a window's quiz: ``window`` (those the window unlocks, DESIGN.md's "Exam")
+    #: or ``cumulative`` (every question unlocked so far, re-asked of the bank as it now is; the last window
+    #: asks the whole dialogue, as the test protocol does). The probes are the window's own either way.
+    quiz: str = "window"
 
     def __post_init__(self) -> None:
         if self.group_size < 1:
             raise ValueError(f"rollout.group_size must be >= 1, got {self.group_size}")
         if self.shaping not in ("suffix_min", "sum", "none"):
             raise ValueError(f"rollout.shaping must be suffix_min, sum or none, got {self.shaping!r}")
+        if self.quiz not in ("window", "cumulative"):
+            raise ValueError(f"rollout.quiz must be window or cumulative, got {self.quiz!r}")
 
 
 class GroupRunner:
@@ -83,9 +89,11 @@ class GroupRunner:
         rng: np.random.Generator,
         generator=None,
         greedy: bool = False,
+        forks: list[MemoryBank] | None = None,
     ) -> tuple[GroupBatch, MemoryBank]:
         """One episode. ``reference`` (the verbatim bank through the previous window) is advanced in place.
-        Returns the batch and the new mainline bank.
+        Returns the batch and the new mainline bank; ``forks``, when given, receives every rollout's final
+        bank in rollout order (analysis tools compare them; training keeps only the mainline).
 
         A quiz question whose reader or judge call failed in any rollout of the group is dropped from every
         rollout's measurement — R, credit, coverage penalty, online labels
@@ -117,7 +125,9 @@ class GroupRunner:
             samples.append(tuple(recorded))
         advance_reference(reference, dialogue, window)
         cache = ReaderCache(self.env.reader, self.env.judge)
-        prepared = self.env.prepare_quiz(dialogue, window, reference, cache)
+        prepared = self.env.prepare_quiz(
+            dialogue, window, reference, cache, cumulative=self.cfg.quiz == "cumulative"
+        )
         rollouts, audits = [], AuditCounts()
         # reader calls (cache misses) of the probe gates, the group's exams and their audits
         calls = {"gate": cache.reader_calls, "quiz": 0, "audit": 0}
@@ -151,6 +161,8 @@ class GroupRunner:
                 )
             )
         write_back = int(rng.integers(len(banks)))
+        if forks is not None:
+            forks.extend(banks)
         total = time.perf_counter() - t0
         spent = {k: sw.seconds.get(k, 0.0) - before.get(k, 0.0) for k in ("policy", "critic", "embed")}
         sw.seconds["rollout"] = sw.seconds.get("rollout", 0.0) + total
