@@ -148,3 +148,27 @@ def test_module_logs_the_loss_and_refuses_a_bad_setup():
         p.requires_grad_(False)
     with pytest.raises(ValueError, match="no trainable parameters"):
         SFTModule(policy, lr=1e-2)
+
+
+def test_label_smoothing_loss_by_hand_and_it_keeps_entropy():
+    policy = tiny_scoring_policy(seed=3, lora=LoraSettings(rank=0))
+    samples, kinds = _samples(policy)
+    table, mask = policy.candidate_log_probs(samples)  # [N, C]
+    eps, w = 0.2, balance_weights(kinds, 0.5)
+    per = []
+    for i, s in enumerate(samples):
+        row = table[i][mask[i]]
+        per.append(-(1 - eps) * row[s.choice] - eps * row.mean())
+    expected = (w * torch.stack(per)).sum() / w.sum()
+    assert float(sft_loss(policy, samples, w, label_smoothing=eps)) == pytest.approx(float(expected), rel=1e-5)
+    assert float(sft_loss(policy, samples, w, 0.0)) == pytest.approx(float(sft_loss(policy, samples, w)))
+
+    def entropy_after(smoothing: float) -> float:
+        p = tiny_scoring_policy(seed=3, lora=LoraSettings(rank=0))
+        train_sft(p, samples, 300, 0.1, 7, 0, weights=w, progress=False, label_smoothing=smoothing)
+        return float(p.log_probs(samples)[1].mean())
+
+    plain, smoothed = entropy_after(0.0), entropy_after(0.2)
+    assert smoothed > plain + 0.1  # ε keeps mass on the other candidates; imitation alone sharpens
+    with pytest.raises(ValueError, match="label_smoothing"):
+        SFTModule(policy, 0.1, label_smoothing=1.0)

@@ -42,14 +42,36 @@ def balance_weights(kinds: Sequence[str], power: float) -> torch.Tensor:
 
 
 def sft_loss(
-    policy: nn.Module, samples: Sequence[GateSample], weights: torch.Tensor | None = None
+    policy: nn.Module,
+    samples: Sequence[GateSample],
+    weights: torch.Tensor | None = None,
+    label_smoothing: float = 0.0,
 ) -> torch.Tensor:
-    """Σ w·(−log π(teacher action)) / Σ w over ``samples`` (weights [N], default all ones); a scalar."""
-    logp, _ = policy.log_probs(samples)  # [N]
+    """Σ w·ℓ / Σ w over ``samples`` (weights [N], default all ones); a scalar.
+
+    ℓ = −log π(teacher action), or with ``label_smoothing`` ε > 0 the cross-entropy against the teacher's
+    one-hot mixed with ε of the uniform over the gate's candidates: ℓ = −(1 − ε)·log π(a*) − ε·mean_c log π(c).
+    Its minimum keeps ≈ ε of the mass off the teacher's action, so the SFT policy still explores under GRPO
+    (a scoring policy's candidate set is needed: :meth:`ScoringPolicy.candidate_log_probs`).
+    """
+    if label_smoothing > 0:
+        if not hasattr(policy, "candidate_log_probs"):
+            raise ValueError(
+                f"sft.label_smoothing needs a policy with a candidate set (policy.kind=scoring), got "
+                f"{type(policy).__name__}"
+            )
+        table, mask = policy.candidate_log_probs(samples)  # [N, C], [N, C]
+        choices = torch.tensor([s.choice for s in samples], device=table.device)  # [N]
+        chosen = table[torch.arange(len(samples), device=table.device), choices]  # [N]
+        uniform = torch.where(mask, table, torch.zeros_like(table)).sum(1) / mask.sum(1)  # [N] mean_c log π(c)
+        per_sample = -(1.0 - label_smoothing) * chosen - label_smoothing * uniform  # [N]
+    else:
+        logp, _ = policy.log_probs(samples)  # [N]
+        per_sample = -logp
     if weights is None:
-        return -logp.mean()
-    w = weights.to(logp.device, logp.dtype)  # [N]
-    return -(w * logp).sum() / w.sum()
+        return per_sample.mean()
+    w = weights.to(per_sample.device, per_sample.dtype)  # [N]
+    return (w * per_sample).sum() / w.sum()
 
 
 class SFTBatches(Sampler[list[int]]):
@@ -103,14 +125,18 @@ def sft_dataloader(
 class SFTModule(LightningModule):
     """SFT of a :class:`~memprm.env.policy.GatePolicy` (an ``nn.Module``); see the module doc."""
 
-    def __init__(self, policy: nn.Module, lr: float, weight_decay: float = 0.0):
+    def __init__(
+        self, policy: nn.Module, lr: float, weight_decay: float = 0.0, label_smoothing: float = 0.0
+    ):
         super().__init__()
         if not lr > 0:
             raise ValueError(f"SFT: need lr > 0; got {lr}")
         if not any(p.requires_grad for p in policy.parameters()):
             raise ValueError("SFT: the policy has no trainable parameters")
         self.policy = policy
-        self.lr, self.weight_decay = lr, weight_decay
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ValueError(f"SFT: label_smoothing must be in [0, 1), got {label_smoothing}")
+        self.lr, self.weight_decay, self.label_smoothing = lr, weight_decay, label_smoothing
         #: each training step's loss, in order.
         self.losses: list[float] = []
         self._policy_was_training: bool | None = None
@@ -140,7 +166,7 @@ class SFTModule(LightningModule):
         self, batch: tuple[Sequence[GateSample], torch.Tensor | None], batch_idx: int = 0
     ) -> torch.Tensor:
         samples, weights = batch  # weights [B] or None
-        loss = sft_loss(self.policy, samples, weights)
+        loss = sft_loss(self.policy, samples, weights, self.label_smoothing)
         self.losses.append(float(loss.detach()))
         self.log(
             "sft/loss", self.losses[-1], on_step=True, on_epoch=False, prog_bar=True, batch_size=len(samples)

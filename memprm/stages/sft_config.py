@@ -21,9 +21,15 @@ class SFTConfig:
     #: 62% / merge 19%, where 0 Noops every gate and 1 writes 70% of the teacher's Noops (experiments/README.md);
     #: not re-measured since managed content became notes.
     balance: float = 0.5
+    #: ε of label smoothing over the gate's candidates (:func:`memprm.models.sft.sft_loss`; scoring policy only):
+    #: 0 = plain imitation, which drives the policy to near-certainty (entropy ≈ 0.02 nats on dev gates,
+    #: so G forks of a window rarely differ and GRPO has no contrast to learn from).
+    label_smoothing: float = 0.0
 
     def __post_init__(self) -> None:
         if self.steps < 0 or self.lr <= 0 or self.batch_size < 1:
             raise ValueError("sft.steps must be >= 0, sft.lr > 0 and sft.batch_size >= 1")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"sft.label_smoothing must be in [0, 1), got {self.label_smoothing}")
         if not 0.0 <= self.balance <= 1.0:
             raise ValueError(f"sft.balance must be in [0, 1], got {self.balance}")

@@ -126,8 +126,9 @@ def run_sft_stage(
     samples, kinds = [s for s, _ in pairs], [k for _, k in pairs]
     weights = balance_weights(kinds, cfg.balance)
     losses = train_sft(
-        policy, samples, cfg.steps, cfg.lr, cfg.batch_size, seed, weights=weights, tb_dir=run_dir / "tb"
-    )
+        policy, samples, cfg.steps, cfg.lr, cfg.batch_size, seed, weights=weights, tb_dir=run_dir / "tb",
+        label_smoothing=cfg.label_smoothing,
+    )  # fmt: skip
     save_trainable(policy, run_dir / "policy_sft.pt")
     atomic_write_text(run_dir / "sft_losses.json", json.dumps(losses))
     return losses
@@ -145,6 +146,7 @@ def train_sft(
     weight_decay: float = 0.0,
     tb_dir: Path | None = None,
     progress: bool = True,
+    label_smoothing: float = 0.0,
 ) -> list[float]:
     """``steps`` AdamW steps of SFT (:class:`memprm.models.sft.SFTModule`) on mini-batches of ``samples``
     (with their ``weights`` [N] when given) by a Lightning Trainer on the policy's device; returns each
@@ -153,7 +155,7 @@ def train_sft(
     from memprm.models.sft import SFTModule, sft_dataloader
 
     loader = sft_dataloader(samples, batch_size, steps, seed, weights)
-    module = SFTModule(policy, lr, weight_decay)
+    module = SFTModule(policy, lr, weight_decay, label_smoothing)
     device = next(policy.parameters()).device
     gpu = device.type == "cuda"
     cfg = TrainerConfig(
