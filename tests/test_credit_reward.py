@@ -130,7 +130,7 @@ def test_identical_within_eps_is_still_a_contrast_beyond_it():
         ([[0.1], [0.2]], "outcome", None, "one outcome per rollout"),
         ([[0.1], [0.2]], "outcome", [0.1, float("inf")], r"outcomes\[1\] \(rollout 1\)"),
         ([[0.1], [0.2]], "reinforce", None, "mode must be"),
-        ([[0.1], [0.2, 0.3]], "gate", None, "same gates, got lengths"),
+        ([[0.1], [0.2, 0.3]], "gate", None, "same gates"),
         ([[[0.1]], [0.2]], "process", None, "rollout 0: rewards must be 1-D"),
     ],
 )

@@ -195,6 +195,25 @@ def test_prepare_outcome_mode_gives_the_normalized_outcome_to_every_step():
     np.testing.assert_array_equal(prep.advantages, [1.0, 1.0, -1.0, -1.0])
 
 
+def test_prepare_gate_mode_standardizes_each_component_then_weighs_it_by_hand():
+    """Per component: returns to go centred per gate over the group, over their std; then w_task, w_u, w_miss
+    and λ weigh them. Two rollouts: each component's centred values are ± half the difference."""
+    prep = prepare_batch([_hand_group()], 0.5, GRPOConfig(advantage_mode="gate", **HAND_CFG))
+    r2 = math.sqrt(2)
+    s0, s1 = 0.1 / math.sqrt(0.00625), 0.05 / math.sqrt(0.00625)  # shaping togo [0.3, 0.2] vs [0.1, 0.1]
+    a0 = [1 + r2 + 0.5 * r2 + 0.5 * s0, 1 + 0.5 * s1]  # task ±1 both gates, credit ±√2 at gate 0, miss ±√2
+    np.testing.assert_allclose(prep.advantages, [*a0, -a0[0], -a0[1]], rtol=1e-12)
+    masses = np.array([4.0, 2 * r2, 0.5 * 2 * r2, 0.5 * 2 * (s0 + s1)])
+    m = prep.metrics(0.5)
+    for c, v in zip(("task", "credit", "miss", "shaping"), masses / masses.sum(), strict=True):
+        assert m[f"advantage/{c}_share"] == pytest.approx(v)
+    zero_w = GRPOConfig(advantage_mode="gate", weights=RewardWeights(task=1.0, credit=0.0, miss=0.0))
+    only_task = prepare_batch([_hand_group()], 0.0, zero_w)  # weight 0 and λ = 0: R alone steers
+    np.testing.assert_allclose(only_task.advantages, [1, 1, -1, -1])
+    tied = _group(_rollout([_plain(NOOP)], 0.5, credit=[0.3]), _rollout([_plain(WRITE)], 0.5, credit=[0.3]))
+    assert prepare_batch([tied], 0.0, zero_w).statuses == ("identical_rollouts",)
+
+
 @pytest.mark.parametrize("mode", ["process", "outcome"])
 def test_prepare_advantages_are_group_advantages_of_the_composite_rewards(mode):
     group = _hand_group()

@@ -135,7 +135,7 @@ def within_groups(cfg, stack, runner, dialogues, group: int, epsilon: float) -> 
     """Mean within-group Spearman of each column vs each fork's so-far accuracy (module docstring)."""
     cache = ReaderCache(stack.env.reader, stack.env.judge)
     per_column: dict[str, list[float]] = {c: [] for c in COLUMNS}
-    n_groups = 0
+    n_groups, kept = 0, []
 
     def on_group(d, window, forks, batch):
         nonlocal n_groups
@@ -144,6 +144,7 @@ def within_groups(cfg, stack, runner, dialogues, group: int, epsilon: float) -> 
             return
         n_groups += 1
         sig = [signal(r, cfg) for r in batch.rollouts]
+        kept.append([{c: s.column(c) for c in COLUMNS} | {"accuracy": a} for s, a in zip(sig, acc, strict=True)])
         for c in COLUMNS:
             rho = spearman([s.column(c) for s in sig], acc)
             if rho.defined:
@@ -152,10 +153,11 @@ def within_groups(cfg, stack, runner, dialogues, group: int, epsilon: float) -> 
     wide = GroupRunner(stack.env, cfg.credit, replace(cfg.rollout, group_size=group), runner.critic, stack.stopwatch)
     play(wide, cfg, tqdm(dialogues, desc="groups", unit="dialogue", leave=False),
          NoisyManager(stack.teacher, epsilon, cfg.seed), on_group)  # fmt: skip
-    return {
+    out = {
         c: {"mean_spearman": float(np.mean(v)) if v else float("nan"), "defined": len(v), "groups": n_groups}
         for c, v in per_column.items()
     }
+    return out | {"rollouts": kept}
 
 
 def critic_scorer(run_dir: Path | None, cfg):
@@ -206,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--group", type=int, default=4)
     ap.add_argument("--epsilon", type=float, default=0.3)
     ap.add_argument("--no-oracle", action="store_true", help="skip the oracle (data without fact annotations)")
+    ap.add_argument("--within-only", action="store_true", help="only the within-group part (no manager table)")
     ap.add_argument("overrides", nargs="*", help="dotted config overrides, key.sub=value")
     args = ap.parse_args(argv)
     cfg = load_config(args.config, args.overrides)
@@ -224,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     policy = sft_policy(run_dir, cfg)
     if policy is not None:
         managers["SFT policy"] = policy
-    rows = manager_table(cfg, stack, runner, dialogues, managers)
-    spear = alignment(rows)
+    rows = {} if args.within_only else manager_table(cfg, stack, runner, dialogues, managers)
+    spear = alignment(rows) if rows else {c: {"value": None} for c in COLUMNS}
     within = within_groups(cfg, stack, runner, dialogues, args.group, args.epsilon)
     print(f"{cfg.data.source} {args.split}: {len(dialogues)} dialogues; rollout.quiz={cfg.rollout.quiz}, "
           f"shaping={cfg.rollout.shaping if runner.critic else 'none'}, λ0={cfg.grpo.lambda0}")  # fmt: skip

@@ -13,12 +13,13 @@ Typical online use for one rollout of an episode::
 then ``group_advantages([parts.total for each rollout])`` over the group.
 """
 
-from memprm.credit.advantage import GroupAdvantages, GroupStatus, group_advantages
+from memprm.credit.advantage import GroupAdvantages, GroupStatus, gate_advantages, group_advantages
 from memprm.credit.chains import ChainMode, coverage_penalty, propagate_chain_credit, step_credit
 from memprm.credit.online_labels import online_labels
 from memprm.credit.presence import CreditConfig, CreditVariant, PresenceWeights, presence_credit
 from memprm.credit.relabel import RelabelResult, relabel_tiers
 from memprm.credit.reward import (
+    COMPONENTS,
     RewardBreakdown,
     RewardWeights,
     composite_rewards,
@@ -41,6 +42,7 @@ from memprm.credit.tiers import (
 from memprm.credit.types import AuditRecord, CreditError, Step, noop_mask
 
 __all__ = [
+    "COMPONENTS",
     "ENTRY_TIERS",
     "AuditRecord",
     "ChainMode",
@@ -66,6 +68,7 @@ __all__ = [
     "coverage_penalty",
     "entry_outcomes",
     "online_labels",
+    "gate_advantages",
     "group_advantages",
     "lambda_schedule",
     "magnitude_ratio",

@@ -5,7 +5,8 @@
   Rollouts may have different lengths, but each needs at least one step.
 - ``outcome`` (outcome-only arm): every step of rollout i gets ``(R_i − mean R) / std R``.
 - ``gate``: each rollout's return to go ``G_t = Σ_{s ≥ t} r_s`` minus the group's mean at the same gate t,
-  over the std of those differences (a per-gate baseline; :func:`_gate_advantages` says why).
+  over the std of those differences (a per-gate baseline); :func:`gate_advantages` does this per reward
+  component and weighs the standardized components, so a weight says how much a term steers the advantage.
 
 The std is the population std (ddof = 0), so normalized values have unit variance. A group is skipped
 (status not ``ok``, all advantages zero, shapes kept) when it carries no contrast: ``zero_variance`` when the
@@ -39,6 +40,8 @@ class GroupAdvantages:
     status: GroupStatus
     mean: float  # of the normalized quantity: all step rewards (process) or the outcomes (outcome)
     std: float
+    #: :func:`gate_advantages` only: each component's share of Σ_k w_k·|Ĝ_k| over the group (K values).
+    shares: tuple[float, ...] = ()
 
     @property
     def skip(self) -> bool:
@@ -106,25 +109,54 @@ def group_advantages(
 
 
 def _gate_advantages(rows: list[np.ndarray], eps: float) -> GroupAdvantages:
-    """``gate`` mode: rows [G][T] → ``A_t = (G_t − mean_i G_t) / std`` over the group's centred returns to go.
+    """``gate`` mode on total step rewards: :func:`gate_advantages` with one component of weight 1."""
+    return gate_advantages([r[None, :] for r in rows], [1.0], eps=eps)
 
-    The forks of a window share its gates, so lengths must be equal. ``process`` subtracts one mean from every
-    step and sums it over the suffix, so its advantages carry an offset that depends on the gate's position and
-    is shared by every rollout (R paid at the last gate lifts all rollouts' late gates alike, whatever they
-    did); here each gate's baseline is what the group's forks earned from that gate on.
+
+def gate_advantages(parts: Sequence[np.ndarray], weights: Sequence[float], *, eps: float = 1e-6) -> GroupAdvantages:
+    """Per-gate advantages from K reward components: ``A_t = Σ_k w_k · Ĝ_k,t``.
+
+    ``parts[i]`` is rollout i's ``[K, T]`` step rewards by component (the forks of a window share its gates,
+    so every T is equal). Per component, ``G_k,t = Σ_{s ≥ t} r_k,s`` minus the group's mean at gate t, over
+    the std of all those differences (a component without variance contributes 0). Each component thus
+    enters on the same scale and ``weights`` [K] (≥ 0) say how much it steers: the task reward R varies by a
+    few hundredths between forks while a window's summed credit varies by units, so a sum of raw rewards is
+    steered by whichever term has the largest spread, not by the weight a config gives it.
+
+    ``process`` subtracts one mean from every step and sums it over the suffix, so its advantages carry an
+    offset that depends on the gate's position and is shared by every rollout (R paid at the last gate lifts
+    all rollouts' late gates alike, whatever they did); here each gate's baseline is what the group's forks
+    earned from that gate on. The group is skipped when no weighted component varies.
+
+    Two rollouts, K = 2: component 0 rewards [0, 1] vs [0, 0] (returns to go [1, 1] vs [0, 0], unit scale
+    ±1), component 1 [2, 0] vs [0, 0] (centred [±1, 0], std √½, so ±√2 at gate 0), weights 1 and 0.5:
+
+    >>> g = gate_advantages([np.array([[0.0, 1.0], [2.0, 0.0]]), np.zeros((2, 2))], [1.0, 0.5])
+    >>> [a.round(4).tolist() for a in g.advantages], [round(x, 4) for x in g.shares]
+    ([[1.7071, 1.0], [-1.7071, -1.0]], [0.7388, 0.2612])
     """
-    lengths = {r.shape[0] for r in rows}
-    if len(lengths) != 1:
+    w = np.asarray(weights, dtype=np.float64)  # [K]
+    if w.ndim != 1 or np.any(~np.isfinite(w)) or np.any(w < 0):
+        raise CreditError(f"gate_advantages: weights must be a 1-D list of finite values >= 0, got {weights!r}")
+    shapes = [np.shape(p) for p in parts]
+    if len({s[1:] for s in shapes}) != 1 or any(len(s) != 2 or s[0] != w.shape[0] for s in shapes):
         raise CreditError(
-            f"group_advantages: gate mode needs rollouts over the same gates, got lengths {[r.shape[0] for r in rows]}"
+            f"group_advantages: gate mode needs rollouts over the same gates, [K={w.shape[0]}, T] each; got "
+            f"shapes {shapes}"
         )
-    togo = np.cumsum(np.stack(rows)[:, ::-1], axis=1)[:, ::-1]  # [G, T], G_t = Σ_{s ≥ t} r_s
-    centred = togo - togo.mean(axis=0, keepdims=True)  # [G, T]
-    std = float(np.sqrt((centred**2).mean()))
-    if std <= eps:
-        status = GroupStatus.IDENTICAL_ROLLOUTS if len(rows) > 1 else GroupStatus.ZERO_VARIANCE
-        return GroupAdvantages(tuple(np.zeros_like(r) for r in rows), status, 0.0, std)
-    return GroupAdvantages(tuple(centred / std), GroupStatus.OK, 0.0, std)
+    stacked = np.stack([np.asarray(p, dtype=np.float64) for p in parts])  # [G, K, T]
+    togo = np.cumsum(stacked[:, :, ::-1], axis=2)[:, :, ::-1]  # [G, K, T]
+    centred = togo - togo.mean(axis=0, keepdims=True)  # [G, K, T]
+    std = np.sqrt((centred**2).mean(axis=(0, 2)))  # [K]
+    live = (std > eps) & (w > 0)  # [K]
+    if not live.any():
+        status = GroupStatus.IDENTICAL_ROLLOUTS if len(parts) > 1 else GroupStatus.ZERO_VARIANCE
+        return GroupAdvantages(tuple(np.zeros(s[1]) for s in shapes), status, 0.0, float(std.max(initial=0.0)))
+    scaled = np.where(live[None, :, None], centred / np.where(live, std, 1.0)[None, :, None], 0.0)  # [G, K, T]
+    weighted = w[None, :, None] * scaled  # [G, K, T]
+    mass = np.abs(weighted).sum(axis=(0, 2))  # [K]
+    adv = weighted.sum(axis=1)  # [G, T]
+    return GroupAdvantages(tuple(adv), GroupStatus.OK, 0.0, 1.0, tuple(float(m) for m in mass / mass.sum()))
 
 
 def _rollout(r: object, i: int, mode: str) -> np.ndarray:

@@ -22,10 +22,12 @@ from lightning.pytorch import LightningModule
 from torch import nn
 
 from memprm.credit import (
+    COMPONENTS,
     CreditError,
     GroupStatus,
     RewardBreakdown,
     composite_rewards,
+    gate_advantages,
     group_advantages,
     reward_masses,
     shaping_share,
@@ -58,6 +60,8 @@ class PreparedBatch:
     bank: tuple[tuple[str, float], ...]  # (key, mean over rollouts carrying it) for BANK_STATS present
     #: (key, mean over the groups carrying it) of the groups' ``audit/*``, ``probe/*``, ``reader/*``, ``llm/*``
     group_stats: tuple[tuple[str, float], ...] = ()
+    #: gate mode: mean over the kept groups of each component's share of the advantage mass (COMPONENTS order)
+    advantage_shares: tuple[float, ...] = ()
 
     @property
     def n_groups(self) -> int:
@@ -84,6 +88,7 @@ class PreparedBatch:
             for name in ("credit", "miss", "shaping", "total"):
                 out[f"reward/{name}"] = float(np.concatenate([getattr(b, name) for b in steps]).mean())
             out["reward/shaping_share"] = shaping_share(steps)
+        out |= {f"advantage/{c}_share": v for c, v in zip(COMPONENTS, self.advantage_shares, strict=False)}
         n = self.n_groups
         out["grpo/groups"] = float(n)
         out["grpo/steps"] = float(len(self.samples))
@@ -119,6 +124,7 @@ def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> 
     statuses: list[str] = []
     all_adv: list[tuple[np.ndarray, ...]] = []
     breakdowns: list[RewardBreakdown] = []
+    shares: list[tuple[float, ...]] = []  # gate mode: each kept group's component shares of the advantage
     tasks: list[float] = []
     bank: dict[str, list[float]] = {k: [] for k in BANK_STATS}
     for g in groups:
@@ -155,14 +161,24 @@ def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> 
                 raise ValueError(f"{where}, rollout {i}: {exc}") from exc
         breakdowns.extend(parts)
         try:
-            ga = group_advantages(
-                [b.total for b in parts],
-                cfg.advantage_mode,
-                outcomes=[r.task for r in g.rollouts],
-                eps=cfg.adv_eps,
-            )
+            if cfg.advantage_mode == "gate":  # per component, standardized, then weighted
+                w = cfg.weights
+                ga = gate_advantages(
+                    [np.stack([getattr(b, c) for c in COMPONENTS]) for b in parts],
+                    [w.task, w.credit, w.miss, lam],
+                    eps=cfg.adv_eps,
+                )
+            else:
+                ga = group_advantages(
+                    [b.total for b in parts],
+                    cfg.advantage_mode,
+                    outcomes=[r.task for r in g.rollouts],
+                    eps=cfg.adv_eps,
+                )
         except CreditError as exc:
             raise ValueError(f"{where}: {exc}") from exc
+        if ga.shares:
+            shares.append(ga.shares)
         statuses.append(ga.status.value)
         all_adv.append(ga.advantages)
         if ga.skip:
@@ -192,6 +208,7 @@ def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> 
         tasks=np.array(tasks, dtype=np.float64),
         bank=tuple((k, float(np.mean(v))) for k, v in bank.items() if v),
         group_stats=_group_means(groups, GROUP_STAT_PREFIXES),
+        advantage_shares=tuple(float(v) for v in np.mean(shares, axis=0)) if shares else (),
     )
 
 
