@@ -550,3 +550,27 @@ def test_frozen_encoder_caches_features_and_still_learns(minilm_tokenizer):
         (-policy.log_probs([teacher])[0].mean()).backward()
         opt.step()
     assert float(policy.log_probs([teacher])[0][0]) > before
+
+
+def test_sampling_temperature_rescales_log_probs_keeps_greedy_and_restores(minilm_tokenizer):
+    from memprm.models.policies import sampling_temperature
+
+    policy = _scoring(minilm_tokenizer, seed=2, lora=LoraSettings(rank=0))
+    obs = [_obs(2), _obs(1, text="We moved to Lisbon in May"), _obs(0, layer="profile")]
+    samples = [policy.act(o, greedy=True)[1] for o in obs]
+    with torch.no_grad():
+        base, _ = policy.candidate_log_probs(samples)  # [N, C] at t = 1
+        with sampling_temperature(policy, 4.0):
+            hot, mask = policy.candidate_log_probs(samples)
+            assert [policy.act(o, greedy=True)[1].choice for o in obs] == [s.choice for s in samples]
+        expected = torch.log_softmax(torch.where(mask, base, torch.full_like(base, -torch.inf)) / 4.0, dim=1)
+    torch.testing.assert_close(hot[mask], expected[mask])
+    assert policy.cfg.temperature == 1.0
+    with pytest.raises(RuntimeError), sampling_temperature(policy, 3.0):  # restored when the block raises
+        raise RuntimeError("boom")
+    assert policy.cfg.temperature == 1.0
+    with sampling_temperature(policy, 0.0):
+        assert policy.cfg.temperature == 1.0  # 0 = the policy's own
+    with pytest.raises(ValueError, match="temperature"):
+        with sampling_temperature(policy, -1.0):
+            pass

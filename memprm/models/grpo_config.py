@@ -20,6 +20,11 @@ ADVANTAGE_MODES = ("process", "outcome", "gate")
 class GRPOConfig:
     #: AdamW learning rate (every trainable policy parameter: LoRA and the scoring head alike).
     lr: float = 1e-3
+    #: sampling temperature of the rollouts and of every GRPO log-probability (0 = ``policy.temperature``),
+    #: set for the GRPO stage only (:func:`memprm.models.policies.sampling_temperature`): greedy choices, so
+    #: dev selection and the test, do not depend on it. SFT by imitation leaves the policy near-certain
+    #: (0.02 nats on the dev gates: a window's forks rarely differ); t = 6 gives 0.25 nats (experiments/README.md).
+    temperature: float = 0.0
     #: AdamW decoupled weight decay.
     weight_decay: float = 0.0
     #: lower clip range: the ratio π_θ/π_old is clipped below at 1 − eps_low (binds for negative advantages).
@@ -80,7 +85,7 @@ class GRPOConfig:
 
         if not finite("lr") > 0:
             raise ValueError(f"grpo.lr must be > 0, got {self.lr}")
-        for name in ("weight_decay", "beta_kl", "max_grad_norm", "adv_eps"):
+        for name in ("weight_decay", "beta_kl", "max_grad_norm", "adv_eps", "temperature"):
             if finite(name) < 0:
                 raise ValueError(f"grpo.{name} must be >= 0, got {getattr(self, name)}")
         for name in ("eps_low", "eps_high"):

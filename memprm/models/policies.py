@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from memprm.models.causal_policy import CausalPolicy, build_causal_policy
@@ -19,3 +23,20 @@ def build_policy(cfg: PolicyConfig, model: Any = None, tokenizer: Any = None) ->
     if cfg.kind == "scoring":
         return build_scoring_policy(cfg, model, tokenizer)
     return build_causal_policy(cfg, model, tokenizer)
+
+
+@contextmanager
+def sampling_temperature(policy: ScoringPolicy | CausalPolicy, temperature: float) -> Iterator[None]:
+    """Within the block the policy samples, and takes every log-probability, under ``softmax(logits / t)``;
+    its ``policy.temperature`` is restored afterwards. 0 leaves it as it is. The weights are untouched and a
+    greedy choice (the argmax) is the same at any t, so GRPO can explore around an SFT policy that imitation
+    made near-certain without changing what dev selection and the test evaluate."""
+    if temperature < 0 or not math.isfinite(temperature):
+        raise ValueError(f"sampling temperature must be finite and >= 0 (0 = the policy's own), got {temperature}")
+    before = policy.cfg
+    if temperature > 0:
+        policy.cfg = replace(before, temperature=float(temperature))
+    try:
+        yield
+    finally:
+        policy.cfg = before
