@@ -134,6 +134,7 @@ def test_config_defaults_build_and_validation():
         ({"lr": 0.0}, "lr"),
         ({"beta_kl": -1.0}, "beta_kl"),
         ({"max_grad_norm": math.inf}, "max_grad_norm"),
+        ({"temperature": -1.0}, "temperature"),
     ):
         with pytest.raises(ValueError, match=match):
             GRPOConfig(**bad)
