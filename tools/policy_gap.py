@@ -35,13 +35,7 @@ from memprm.config import load_config  # noqa: E402
 from memprm.credit import CreditConfig  # noqa: E402
 from memprm.data.source import load_source  # noqa: E402
 from memprm.env.evaluate import evaluate_manager  # noqa: E402
-from memprm.env.managers import (  # noqa: E402
-    NoisyManager,
-    OracleManager,
-    RandomManager,
-    noop_manager,
-    write_all_manager,
-)
+from memprm.env.managers import NoisyManager, fixed_managers  # noqa: E402
 from memprm.env.stack import build_stack  # noqa: E402
 from memprm.memory.bank import MemoryBank  # noqa: E402
 from memprm.rollout.runner import GroupRunner, RolloutConfig  # noqa: E402
@@ -107,11 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         dialogues = [dialogues[i] for i in args.dialogues]
     stack = build_stack(cfg)
     cal = calibrate_reader(cfg, stack, splits)
-    managers = {"Noop-only": noop_manager, "Write-all (raw turns)": write_all_manager}
-    managers |= {f"random (seed {s})": RandomManager(s, cfg.policy.merge_candidates) for s in range(3)}
-    managers["heuristic teacher"] = stack.teacher
-    if not args.no_oracle:
-        managers["oracle (annotations)"] = OracleManager()
+    managers = fixed_managers(stack.teacher, cfg.policy.merge_candidates, oracle=not args.no_oracle)
     results = {name: measure(stack, dialogues, m, name) for name, m in managers.items()}
     rate, groups = tie_rate(stack, dialogues, args.group, args.epsilon)
     n_q = sum(len(d.questions) for d in dialogues)

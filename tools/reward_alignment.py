@@ -35,14 +35,7 @@ from memprm.credit import composite_rewards  # noqa: E402
 from memprm.data.source import load_source  # noqa: E402
 from memprm.env.evaluate import evaluate_manager, greedy_manager  # noqa: E402
 from memprm.env.exam import Quiz, QuizItem, ReaderCache, run_exam, unlocked_questions  # noqa: E402
-from memprm.env.managers import (  # noqa: E402
-    NoisyManager,
-    OracleManager,
-    RandomManager,
-    as_gate_policy,
-    noop_manager,
-    write_all_manager,
-)
+from memprm.env.managers import NoisyManager, as_gate_policy, fixed_managers  # noqa: E402
 from memprm.env.stack import build_stack  # noqa: E402
 from memprm.eval.metrics import spearman  # noqa: E402
 from memprm.memory.bank import MemoryBank  # noqa: E402
@@ -113,16 +106,12 @@ def manager_table(cfg, stack, runner, dialogues, managers: dict) -> dict[str, di
     """Per manager: mean of each column over its episodes and the test-protocol accuracy."""
     rows = {}
     for name, manager in tqdm(managers.items(), desc="managers", unit="manager"):
-        groups = play(runner, cfg, dialogues, as_gate_policy(manager))
-        flat = [g[0] for g in groups]
-        acc = evaluate_manager(stack.env, dialogues, greedy_or_call(manager), desc=name, progress=False)
+        policy = as_gate_policy(manager)
+        flat = [g[0] for g in play(runner, cfg, dialogues, policy)]
+        acc = evaluate_manager(stack.env, dialogues, greedy_manager(policy), desc=name, progress=False)
         rows[name] = {c: float(np.mean([r.column(c) for r in flat])) if flat else float("nan") for c in COLUMNS}
         rows[name] |= {"episodes": len(flat), "accuracy": acc.accuracy}
     return rows
-
-
-def greedy_or_call(manager):
-    return greedy_manager(manager) if hasattr(manager, "log_probs") else manager
 
 
 def alignment(rows: dict[str, dict]) -> dict[str, dict]:
@@ -219,11 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = Path(args.run) if args.run else None
     runner = GroupRunner(stack.env, cfg.credit, replace(cfg.rollout, group_size=1), critic_scorer(run_dir, cfg),
                          stack.stopwatch)  # fmt: skip
-    managers = {"Noop-only": noop_manager, "Write-all (raw turns)": write_all_manager}
-    managers |= {f"random (seed {s})": RandomManager(s, cfg.policy.merge_candidates) for s in range(3)}
-    managers["heuristic teacher"] = stack.teacher
-    if not args.no_oracle:
-        managers["oracle (annotations)"] = OracleManager()
+    managers = fixed_managers(stack.teacher, cfg.policy.merge_candidates, oracle=not args.no_oracle)
     policy = sft_policy(run_dir, cfg)
     if policy is not None:
         managers["SFT policy"] = policy

@@ -85,6 +85,17 @@ class _AsGatePolicy:
         return _played(self.manager(obs))
 
 
+def fixed_managers(teacher, merge_candidates: int, oracle: bool = True) -> dict:
+    """The analysis tools' line-up by name: Noop-only, Write-all, random (seeds 0–2), the heuristic ``teacher``
+    and, with ``oracle``, the annotation oracle."""
+    managers = {"Noop-only": noop_manager, "Write-all (raw turns)": write_all_manager}
+    managers |= {f"random (seed {s})": RandomManager(s, merge_candidates) for s in range(3)}
+    managers["heuristic teacher"] = teacher
+    if oracle:
+        managers["oracle (annotations)"] = OracleManager()
+    return managers
+
+
 def as_gate_policy(manager):
     """A manager as something :class:`~memprm.rollout.runner.GroupRunner` can roll out (an ``act`` method
     returning the action and an empty sample); a gate policy or a :class:`NoisyManager` is returned as is."""
