@@ -32,6 +32,7 @@ def test_defaults_yaml_and_overrides(tmp_path):
         ("data.categories=[1,9]", "within 1..5"),
         ("embedder.kind=tfidf", "embedder.kind"),
         ("data.synthetic.overturn_prob=1.5", "overturn_prob"),
+        ("rollout_data.split=test", "rollout_data.split must be 'train' or 'rl'"),
     ],
 )
 def test_bad_config_values_name_the_key(override, match):
@@ -122,3 +123,19 @@ def test_a_run_folders_config_yaml_loads_back_to_the_same_config(arm, tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(config_yaml(cfg))
     assert load_config(path) == cfg
+
+
+def test_grpo_episodes_come_from_the_named_split_or_a_one_line_error():
+    from memprm.data.source import load_source
+    from memprm.stages.grpo_stage import episode_dialogues
+
+    tiny = ["data.synthetic.n_dialogues=3", "data.synthetic.n_train=1", "data.synthetic.n_dev=1",
+            "data.synthetic.sessions_per_dialogue=1", "data.synthetic.turns_per_session=6"]  # fmt: skip
+    cfg = load_config(None, [*tiny, "data.synthetic.n_rl=2", "rollout_data.split=rl"])
+    splits = load_source(cfg.data)
+    assert [d.id for d in episode_dialogues(cfg, splits)] == ["syn-003", "syn-004"]
+    assert episode_dialogues(load_config(None, tiny), splits) == splits["train"]
+    no_rl = load_config(None, [*tiny, "rollout_data.split=rl"])
+    with pytest.raises(ValueError, match=r"rollout_data.split=rl: the synthetic data has no 'rl' dialogues "
+                                         r"\(set data.synthetic.n_rl > 0\)"):  # fmt: skip
+        episode_dialogues(no_rl, load_source(no_rl.data))

@@ -58,6 +58,13 @@ def test_stage_keys_follow_their_inputs_only() -> None:
     assert changed("teacher.kind=heuristic") == set()  # the default: same key
     assert changed("env.context_turns=2") == {"calibration", "teacher:train", "teacher:dev", "critic", "sft",
                                                     "grpo", "test"}  # fmt: skip
+    # the rl split reaches GRPO only, through the digest of the dialogues it plays
+    assert changed("data.synthetic.n_rl=1") == set()
+    with_rl = load_source(load_config(None, [*TINY, "data.synthetic.n_rl=1"]).data)
+    on_rl = load_config(None, [*TINY, "data.synthetic.n_rl=1", "rollout_data.split=rl"])
+    rl_keys = plan_keys(on_rl, with_rl)
+    assert {k for k in keys if keys[k].digest != rl_keys[k].digest} == {"grpo", "test"}
+    assert "data:rl" in rl_keys["grpo"].upstream and "data:train" not in rl_keys["grpo"].upstream
     # the data itself, not only its settings: other dialogues make every stage stale
     other_data = load_source(load_config(None, [*TINY, "data.synthetic.seed=7"]).data)
     assert all(plan_keys(base, other_data)[k].digest != keys[k].digest for k in keys)

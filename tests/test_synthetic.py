@@ -449,7 +449,7 @@ def test_unanswerable_questions_ask_about_what_is_never_said(data):
 
 def test_split_sizes_and_dev_halves(data):
     assert {k: v[0] for k, v in data.sizes().items()} == {
-        "train": 4, "dev": 2, "dev_calibration": 2, "dev_selection": 2, "test": 5,
+        "train": 4, "dev": 2, "dev_calibration": 2, "dev_selection": 2, "test": 5, "rl": 0,
     }  # fmt: skip
     for dev, cal, sel in zip(data["dev"], data["dev_calibration"], data["dev_selection"], strict=True):
         assert cal.sessions == dev.sessions == sel.sessions and cal.id == sel.id == dev.id
@@ -477,9 +477,19 @@ def test_default_splits_hold_enough_questions(data):
 def test_custom_split_counts():
     splits = generate_synthetic(replace(DEFAULT, n_dialogues=3, n_train=1, n_dev=2, n_single_hop=3))
     assert {k: v[0] for k, v in splits.sizes().items()} == {
-        "train": 1, "dev": 2, "dev_calibration": 2, "dev_selection": 2, "test": 0,
+        "train": 1, "dev": 2, "dev_calibration": 2, "dev_selection": 2, "test": 0, "rl": 0,
     }  # fmt: skip
     assert [d.id for d in splits["dev"]] == ["syn-001", "syn-002"]
+
+
+def test_rl_split_adds_dialogues_after_the_test_ones_and_changes_no_other_split():
+    small = replace(DEFAULT, n_dialogues=3, n_train=1, n_dev=1, sessions_per_dialogue=2, turns_per_session=8)
+    without, with_rl = generate_synthetic(small), generate_synthetic(replace(small, n_rl=2))
+    assert [d.id for d in with_rl["rl"]] == ["syn-003", "syn-004"] and without["rl"] == ()
+    for split in ("train", "dev", "dev_calibration", "dev_selection", "test"):
+        assert with_rl[split] == without[split], split
+    assert with_rl["rl"][1] == generate_dialogue(small, 4)  # generated per index, like every other split
+    assert "n_rl=2" in with_rl.report.path
 
 
 def test_split_questions_deals_by_category():
@@ -541,6 +551,7 @@ def test_degenerate_config_forms_only_unanswerable_questions(fillers, length):
         ({"near_miss_frac": 0.7, "topical_distractor_frac": 0.4}, "near_miss_frac"),
         ({"min_filler_exchanges": -1}, "min_filler_exchanges"),
         ({"n_previous_value": -1}, "n_previous_value"),
+        ({"n_rl": -1}, "n_rl"),
         ({"n_train": 9, "n_dev": 3}, "n_train"),
         ({"turns_per_session": 3}, "turns_per_session"),
         ({"min_gap_days": 5, "max_gap_days": 4}, "max_gap_days"),

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class RolloutDataConfig:
+    #: the split whose dialogues GRPO plays: ``train`` (those SFT imitated the teacher on) or ``rl`` (the
+    #: synthetic source's extra dialogues, ``data.synthetic.n_rl``, which no earlier stage has seen).
+    split: str = "train"
     #: episodes (groups) per training batch.
     groups_per_batch: int = 1
     #: seed of the write-back choice, the credit shuffles and the policy's sampling (plus the rank).
@@ -16,5 +19,7 @@ class RolloutDataConfig:
     release_memory: bool = True
 
     def __post_init__(self) -> None:
+        if self.split not in ("train", "rl"):
+            raise ValueError(f"rollout_data.split must be 'train' or 'rl', got {self.split!r}")
         if self.groups_per_batch < 1:
             raise ValueError(f"rollout_data.groups_per_batch must be >= 1, got {self.groups_per_batch}")

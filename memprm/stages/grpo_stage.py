@@ -62,8 +62,21 @@ def grpo(cfg, run: Run) -> StageResult:
     return StageResult("grpo", False, summary)
 
 
+def episode_dialogues(cfg, splits) -> tuple:
+    """The dialogues GRPO plays: the split ``rollout_data.split`` names, or a one-line error naming the setting
+    that fills it when the source has no such split or it is empty."""
+    name = cfg.rollout_data.split
+    dialogues = splits.splits.get(name, ())
+    if not dialogues:
+        fill = "set data.synthetic.n_rl > 0" if splits.source == "synthetic" else "use rollout_data.split=train"
+        raise ValueError(
+            f"rollout_data.split={name}: the {splits.source} data has no {name!r} dialogues ({fill})"
+        )
+    return dialogues
+
+
 def train_grpo(cfg, run: Run) -> GRPOStageResult:
-    """GRPO of ``run.policy`` on the train dialogues, shaped by stage one's critic (none when
+    """GRPO of ``run.policy`` on the dialogues of ``rollout_data.split`` (train by default), shaped by stage one's critic (none when
     ``rollout.shaping`` is ``none``); ``grpo/critic_refresh.json`` lists every critic refresh (when on).
 
     Resume after a kill: every ``grpo.checkpoint_every`` optimizer steps ``grpo/checkpoints/last.ckpt`` is
@@ -89,7 +102,7 @@ def train_grpo(cfg, run: Run) -> GRPOStageResult:
     handle = CriticHandle(critic) if critic is not None else None
     score = handle.score if handle is not None else None
     runner = GroupRunner(stack.env, cfg.credit, cfg.rollout, score, stack.stopwatch)
-    dm = RolloutDataModule(runner, run.splits["train"], cfg.rollout_data, policy=run.policy)
+    dm = RolloutDataModule(runner, episode_dialogues(cfg, run.splits), cfg.rollout_data, policy=run.policy)
     module = GRPOPolicyModule(run.policy, cfg.grpo)
 
     def dev_accuracy(p) -> float:

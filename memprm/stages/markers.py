@@ -55,6 +55,8 @@ IGNORED = (
     "trainer.log_every_n_steps",
     "grpo.checkpoint_every",
     "llm.max_failure_share",
+    # the rl split's size changes only the rl dialogues, whose digest enters GRPO's key when it plays them
+    "data.synthetic.n_rl",
 )
 #: the fields of an LLM endpoint that decide its answers (those of the response cache key); timeouts,
 #: retries, concurrency and the URL do not.

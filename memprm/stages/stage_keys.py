@@ -9,7 +9,8 @@ dialogues and stage one's markers, so that each key changes exactly when an inpu
     sft          <- policy/sft, teacher:train
     grpo         <- env sections + policy/credit/rollout/grpo/callbacks/trainer, calibration, the policy it
                     starts from (sft, or untrained), the critic it is shaped by (its folder's marker when
-                    this run does not train it), the train and dev-selection dialogues
+                    this run does not train it), the dialogues it plays (rollout_data.split) and the
+                    dev-selection dialogues
     test         <- env sections + teacher/policy/arm/fit, calibration, sft, grpo, the test dialogues
 """
 
@@ -35,6 +36,9 @@ def plan_keys(cfg, splits: DataSplits, stage_one_critic: str | None = None) -> d
     elsewhere, or no ``critic`` stage); None: this run trains it."""
     raw = to_dict(cfg)
     digest = {s: dialogues_digest(splits[s]) for s in DIGESTED_SPLITS}
+    episodes = cfg.rollout_data.split
+    if episodes not in digest:
+        digest[episodes] = dialogues_digest(splits[episodes])
     keys: dict[str, StageKey] = {}
     cal = "off"
     if cfg.reader.kind == "extractive" and cfg.reader.calibrate_abstention:
@@ -58,7 +62,7 @@ def plan_keys(cfg, splits: DataSplits, stage_one_critic: str | None = None) -> d
         "calibration": cal,
         "policy_start": start,
         "critic": critic,
-        "data:train": digest["train"],
+        f"data:{episodes}": digest[episodes],
         "data:dev_selection": digest["dev_selection"],
     }
     if critic != "none" and cfg.critic_refresh.every_n_steps > 0:

@@ -130,10 +130,12 @@ def split_questions(dialogue: Dialogue) -> tuple[Dialogue, Dialogue]:
 
 
 def generate_synthetic(cfg: SyntheticConfig) -> DataSplits:
-    """All dialogues, split LoCoMo-style: train, dev, dev_calibration, dev_selection, test."""
-    report = LoadReport(source=SOURCE, path=f"generated: seed={cfg.seed}, n_dialogues={cfg.n_dialogues}")
+    """All dialogues, split LoCoMo-style: train, dev, dev_calibration, dev_selection, test; plus ``rl``
+    (``cfg.n_rl`` dialogues after the test ones, empty by default: GRPO's unlabelled episodes)."""
+    path = f"generated: seed={cfg.seed}, n_dialogues={cfg.n_dialogues}" + (f", n_rl={cfg.n_rl}" if cfg.n_rl else "")
+    report = LoadReport(source=SOURCE, path=path)
     dialogues = []
-    for i in range(cfg.n_dialogues):
+    for i in range(cfg.n_dialogues + cfg.n_rl):
         dialogue, notes = _generate(cfg, i)
         dialogues.append(dialogue)
         for note in notes:
@@ -156,6 +158,7 @@ def generate_synthetic(cfg: SyntheticConfig) -> DataSplits:
         "dev": dev,
         "dev_calibration": tuple(h[0] for h in halves),
         "dev_selection": tuple(h[1] for h in halves),
-        "test": tuple(dialogues[cfg.n_train + cfg.n_dev :]),
+        "test": tuple(dialogues[cfg.n_train + cfg.n_dev : cfg.n_dialogues]),
+        "rl": tuple(dialogues[cfg.n_dialogues :]),
     }
     return DataSplits(source=SOURCE, splits=splits, report=report)

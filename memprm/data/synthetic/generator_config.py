@@ -29,6 +29,10 @@ class SyntheticConfig:
     """How many of the first dialogues are ``train``."""
     n_dev: int = 2
     """How many dialogues after the train ones are ``dev`` (questions halved into calibration/selection)."""
+    n_rl: int = 0
+    """Extra dialogues ``syn-<n_dialogues>`` ... after the test ones, split ``rl``: episodes for GRPO that no
+    teacher trajectory, SFT example or critic example comes from (``rollout_data.split=rl`` plays them).
+    Dialogues are generated per index, so train, dev and test are the same whatever ``n_rl`` is."""
     sessions_per_dialogue: int = 6
     """Sessions per dialogue, a few days to weeks apart."""
     turns_per_session: int = 22
@@ -83,6 +87,7 @@ class SyntheticConfig:
         non_negative = (
             "n_train",
             "n_dev",
+            "n_rl",
             "events_per_session",
             "profile_attributes",
             "max_overturns",
