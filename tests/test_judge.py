@@ -52,6 +52,37 @@ def test_porter_stem(word, expected):
     assert stem(word) == expected
 
 
+@pytest.mark.parametrize(
+    "word, expected",
+    [("one", "one"), ("use", "use"), ("ate", "ate"), ("ones", "one"), ("used", "use"), ("uses", "use"),
+     ("axed", "axe")],
+)  # fmt: skip
+def test_porter_two_letter_stem_keeps_its_e(word, expected):
+    # nltk's *o: a two-letter stem vowel-consonant counts as cvc, so step 5a keeps the e of "one" (m = 1,
+    # *o) and step 1b restores it on "used" -> "us" -> "use".
+    assert stem(word) == expected
+
+
+@pytest.mark.parametrize(
+    "word, expected",
+    [("rate", "rate"), ("hoping", "hope"), ("cease", "ceas"), ("ease", "eas"), ("hopeful", "hope"),
+     ("meeting", "meet"), ("cats", "cat"), ("on", "on"), ("us", "us")],
+)  # fmt: skip
+def test_porter_stems_unchanged_by_the_two_letter_rule(word, expected):
+    # hand-computed: "rat"/"hop" are 3-letter cvc (m = 1, keep/restore e); "ceas"/"eas" are not cvc and the
+    # two-letter rule needs exactly two letters; "hopeful" -> "hope" (step 3 drops -ful; "hope" then keeps
+    # its e as "hop" is cvc); words of two letters are never stemmed.
+    assert stem(word) == expected
+
+
+def test_judge_does_not_accept_a_two_letter_stem_for_its_word():
+    judge = F1Judge()
+    assert not judge.judge(q("one"), "on").correct  # "one" stayed "one": no shared token
+    assert not judge.judge(q("use"), "us").correct
+    assert judge.judge(q("one"), "One.").correct
+    assert judge.judge(q("one"), "ones").correct  # plural still shares the stem
+
+
 def test_answer_tokens_are_stemmed_normalized_words():
     assert answer_tokens("a dog named Biscuit") == ["dog", "name", "biscuit"]
 

@@ -140,8 +140,12 @@ def _double_cons(w: str) -> bool:
 
 
 def _cvc(w: str) -> bool:
-    """``*o``: ends consonant-vowel-consonant, the last not ``w``, ``x`` or ``y``."""
+    """Porter's ``*o``: ``w`` ends consonant-vowel-consonant, the last not ``w``, ``x`` or ``y`` (``hop``);
+    or, as nltk's default mode, ``w`` is two letters, a vowel then a consonant (``on``, ``us``, ``at``, any
+    consonant), so ``one``, ``use``, ``ate`` keep their ``e`` and ``used`` becomes ``use``."""
     n = len(w)
+    if n == 2:
+        return not _cons(w, 0) and _cons(w, 1)
     return n >= 3 and _cons(w, n - 3) and not _cons(w, n - 2) and _cons(w, n - 1) and w[-1] not in "wxy"
 
 
@@ -185,8 +189,9 @@ def stem(word: str) -> str:
     Upstream stems answer tokens with nltk's ``PorterStemmer`` (nltk is not a dependency here). This is
     Porter's 1980 algorithm (steps 1a-5b) written from the paper, with the nltk default mode's best-known
     departures: words of up to two letters are left alone, a few irregular words are looked up (``dying`` ->
-    ``die``, ``news``), ``-ies``/``-ied`` on four-letter words keep ``ie`` (``ties`` -> ``tie``), and ``y``
-    becomes ``i`` only after a consonant that is not the word's first letter (``say`` stays). nltk has a few
+    ``die``, ``news``), ``-ies``/``-ied`` on four-letter words keep ``ie`` (``ties`` -> ``tie``), ``y``
+    becomes ``i`` only after a consonant that is not the word's first letter (``say`` stays), and a
+    two-letter stem vowel-consonant counts as ``*o`` (``one``, ``use``, ``ate`` keep their ``e``). nltk has a few
     more rules (e.g. for ``-fulli``, ``-lessli``, ``-logi``), so rare words may stem differently.
     """
     if len(word) <= 2:
