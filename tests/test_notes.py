@@ -161,4 +161,61 @@ def test_policy_gap_tool_writes_its_table_and_json(tmp_path, capsys):
     noop = got["managers"]["Noop-only"]
     assert noop["entries"] == 0 and noop["tested"] == 0 and noop["n_questions"] > 0
     assert 0.0 <= got["tie_rate"] <= 1.0 and got["groups"] == 2  # one group per window of the test dialogue
+    assert got["managers"]["oracle (annotations)"]["entries"] > 0  # it found the annotations in the dialogues
     assert "| heuristic teacher |" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------------ leak guards
+@pytest.fixture(scope="module")
+def annotated_play():
+    """A synthetic dialogue and every observation the environment builds over it (Noop at each gate), once
+    with the default rule notes and once with ``notes.kind=oracle`` (policy_gap's analysis setting)."""
+    from memprm.config import load_config
+    from memprm.data.synthetic import SyntheticConfig, generate_dialogue
+    from memprm.env.gates import Action
+    from memprm.env.stack import build_stack
+
+    d = generate_dialogue(SyntheticConfig(sessions_per_dialogue=2), 0)
+    seen = {}
+    for kind in ("rules", "oracle"):
+        env = build_stack(load_config(None, ["embedder.kind=hashing", "embedder.dim=64", f"notes.kind={kind}"])).env
+        seen[kind], bank = [], MemoryBank()
+        for s in d.sessions:
+            env.play_window(d, s.index, bank, lambda obs, out=seen[kind]: out.append(obs) or Action.noop())
+    return d, seen
+
+
+def test_observations_built_by_the_environment_carry_no_fact_annotations(annotated_play):
+    from dataclasses import replace
+
+    d, seen = annotated_play
+    turns = d.turn_index()
+    annotated = {t.id for t in d.turns() if t.facts}
+    for kind, observations in seen.items():
+        assert annotated & {o.turn.id for o in observations}, kind  # annotated turns do open gates...
+        assert all(o.turn.facts == () for o in observations), kind  # ...and their observations carry none
+        assert all(o.turn == replace(turns[o.turn.id], facts=()) for o in observations), kind  # the rest intact
+    # the env's oracle note writer (policy_gap only) reads the dialogue's turn, so its notes still arrive
+    assert {o.turn.id for o in seen["oracle"] if o.notes} == annotated & {o.turn.id for o in seen["oracle"]}
+
+
+def test_an_observation_built_anywhere_drops_the_turns_facts():
+    from memprm.env.gates import Observation
+
+    t = Turn("D1:1", "Ana", "I work as a nurse.", 1, facts=(Fact("Ana works as a nurse.", "D1:1", "Ana", "job", "nurse"),))
+    obs = Observation("D1", 1, t, "2023-05-08T14:00:00", "profile", (), ())
+    assert obs.turn.facts == () and obs.turn.render == t.render and obs.turn.id == t.id
+    assert t.facts  # the dialogue's own turn keeps its annotations
+
+
+def test_oracle_manager_reads_annotations_from_its_dialogues_not_the_observation(annotated_play):
+    from memprm.env.managers import OracleManager
+
+    d, seen = annotated_play
+    observations = seen["rules"]
+    oracle = OracleManager([d])
+    acted = {o.turn.id for o in observations if oracle(o).kind != "noop"}
+    annotated = {t.id for t in d.turns() if t.facts}
+    assert acted == annotated & {o.turn.id for o in observations}  # every gated annotated turn, nothing else
+    with pytest.raises(ValueError, match="not in the dialogues it was given"):
+        OracleManager([])(observations[0])

@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         dialogues = [dialogues[i] for i in args.dialogues]
     stack = build_stack(cfg)
     cal = calibrate_reader(cfg, stack, splits)
-    managers = fixed_managers(stack.teacher, cfg.policy.merge_candidates, oracle=not args.no_oracle)
+    managers = fixed_managers(stack.teacher, cfg.policy.merge_candidates, None if args.no_oracle else dialogues)
     results = {name: measure(stack, dialogues, m, name) for name, m in managers.items()}
     rate, groups = tie_rate(stack, dialogues, args.group, args.epsilon)
     n_q = sum(len(d.questions) for d in dialogues)

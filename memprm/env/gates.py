@@ -12,7 +12,7 @@ automatically after the gates of a turn.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from memprm.credit.tiers import Neighbour
@@ -52,9 +52,13 @@ def is_gateable(turn: Turn, min_words: int) -> bool:
 
 @dataclass(frozen=True)
 class Observation:
+    """What a manager sees at one gate. It carries no annotation: ``turn`` is the dialogue's turn with its
+    ``facts`` (the data's fact annotations) emptied, whoever builds the observation, so no manager or scorer
+    can read them; an analysis manager that needs them (the oracle) looks the turn up in the dialogue."""
+
     dialogue_id: str
     window: int  # session index (1-based)
-    turn: Turn
+    turn: Turn  # without ``facts`` (see above)
     timestamp: str | None  # ISO date of the session
     layer: str
     context: tuple[str, ...]  # rendered preceding turns, oldest first
@@ -62,6 +66,10 @@ class Observation:
     #: the note writer's notes of the turn for ``layer`` (the content on offer to the scoring policy and the
     #: heuristic teacher; a generative manager writes its own).
     notes: tuple[Note, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.turn.facts:
+            object.__setattr__(self, "turn", replace(self.turn, facts=()))
 
 
 @dataclass(frozen=True)

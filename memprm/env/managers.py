@@ -8,7 +8,8 @@ Each is a :data:`~memprm.env.memory_env.Manager` (``Observation -> Action``):
   space of the scoring policy, untrained;
 - :class:`OracleManager` — the data's fact annotations as notes (:class:`~memprm.llm.notes.OracleNoteWriter`),
   a profile note merged into the shown entry that holds the same speaker's same attribute, else written;
-  analysis only (it reads annotations no manager has);
+  analysis only: observations carry no annotations, so it is given the dialogues and reads each gate's turn
+  there;
 - :class:`NoisyManager` — another manager whose action is replaced, with probability ``epsilon``, by a uniform
   draw from the gate's candidates (the forks of a group differ the way sampled rollouts do). It has the
   ``act`` method of a gate policy, so :class:`~memprm.rollout.runner.GroupRunner` can roll it out.
@@ -16,8 +17,11 @@ Each is a :data:`~memprm.env.memory_env.Manager` (``Observation -> Action``):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
+from memprm.data.records import Dialogue
 from memprm.env.candidates import gate_candidates
 from memprm.env.gates import Action, Observation
 from memprm.llm.notes import CachedNotes, OracleNoteWriter, notes_for
@@ -41,11 +45,20 @@ class RandomManager:
 
 
 class OracleManager:
-    def __init__(self):
+    """The annotation oracle over ``dialogues``: the only manager that reads ``Turn.facts``, which it takes
+    from the dialogue (by the observation's dialogue and turn ids), never from the observation."""
+
+    def __init__(self, dialogues: Iterable[Dialogue]):
         self.notes = CachedNotes(OracleNoteWriter())
+        self.turns = {(d.id, t.id): t for d in dialogues for t in d.turns()}
 
     def __call__(self, obs: Observation) -> Action:
-        notes = notes_for(self.notes, obs.turn, obs.timestamp, obs.layer)
+        turn = self.turns.get((obs.dialogue_id, obs.turn.id))
+        if turn is None:
+            raise ValueError(
+                f"oracle: turn {obs.dialogue_id}/{obs.turn.id} is not in the dialogues it was given"
+            )
+        notes = notes_for(self.notes, turn, obs.timestamp, obs.layer)
         if not notes:
             return Action.noop()
         note = notes[0]
@@ -85,14 +98,14 @@ class _AsGatePolicy:
         return _played(self.manager(obs))
 
 
-def fixed_managers(teacher, merge_candidates: int, oracle: bool = True) -> dict:
+def fixed_managers(teacher, merge_candidates: int, oracle_dialogues: Iterable[Dialogue] | None = None) -> dict:
     """The analysis tools' line-up by name: Noop-only, Write-all, random (seeds 0–2), the heuristic ``teacher``
-    and, with ``oracle``, the annotation oracle."""
+    and, given ``oracle_dialogues`` (the dialogues it will play), the annotation oracle over them."""
     managers = {"Noop-only": noop_manager, "Write-all (raw turns)": write_all_manager}
     managers |= {f"random (seed {s})": RandomManager(s, merge_candidates) for s in range(3)}
     managers["heuristic teacher"] = teacher
-    if oracle:
-        managers["oracle (annotations)"] = OracleManager()
+    if oracle_dialogues is not None:
+        managers["oracle (annotations)"] = OracleManager(oracle_dialogues)
     return managers
 
 
