@@ -19,6 +19,7 @@ from memprm.atomic import atomic_write_text
 from memprm.config import ConfigError, MemprmConfig, config_yaml
 from memprm.data.source import load_source
 from memprm.env.stack import build_stack, check_llm_keys
+from memprm.llm.notes import refuse_oracle_notes
 from memprm.logs import set_progress_bars
 from memprm.memory.embedder import check_embedder
 from memprm.stages import critic_stage, grpo_stage, held_out, sft_stage
@@ -46,6 +47,7 @@ PIPELINE: tuple[tuple[str, Stage], ...] = (
 def fit(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> FitResult:
     """Run ``cfg.fit.stages`` in pipeline order; ``grpo_callbacks`` are extra Lightning callbacks for the GRPO
     stage's Trainer (monitors of your own, benchmarks)."""
+    refuse_oracle_notes(cfg.notes)  # the annotation note writer is for tools/policy_gap.py only
     run = open_run(cfg, grpo_callbacks)
     for name, stage in PIPELINE:
         if name in cfg.fit.stages:

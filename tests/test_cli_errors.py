@@ -82,3 +82,22 @@ def test_shaped_grpo_without_a_trained_critic_fails_before_the_run_folder(
     assert ("holds no trained critic" if stage_one else "fit.stage_one_dir is not set") in err
     assert "rollout.shaping=none" in err
     assert not (tmp_path / "runs").exists()
+
+
+def test_oracle_notes_are_refused_by_fit_before_the_run_folder(tmp_path: Path, capsys) -> None:
+    # the oracle note writer reads the data's fact annotations: analysis (tools/policy_gap.py) only
+    assert main(["fit", "notes.kind=oracle", "embedder.kind=hashing", f"output_dir={tmp_path / 'runs'}"]) == 2
+    err = _one_line_error(capsys)
+    assert "notes.kind=oracle" in err and "only for tools/policy_gap.py" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_fit_refuses_oracle_notes_when_called_directly(tmp_path: Path) -> None:
+    from memprm.config import load_config
+    from memprm.configtools import ConfigError
+    from memprm.fit import fit
+
+    cfg = load_config(None, ["notes.kind=oracle", "embedder.kind=hashing", f"output_dir={tmp_path / 'runs'}"])
+    with pytest.raises(ConfigError, match="notes.kind=oracle"):
+        fit(cfg)
+    assert not (tmp_path / "runs").exists()

@@ -19,6 +19,7 @@ from datetime import datetime
 from importlib import resources
 from typing import Any, Protocol
 
+from memprm.configtools import ConfigError
 from memprm.data.records import Turn
 from memprm.llm.relative_time import find as find_relative
 from memprm.llm.relative_time import format_date
@@ -43,12 +44,24 @@ class NoteWriter(Protocol):
 @dataclass(frozen=True)
 class NoteWriterConfig:
     #: ``rules`` (offline :class:`RuleNoteWriter`), ``llm`` (an endpoint, ``llm.notes``) or ``oracle``
-    #: (the data's fact annotations; analysis only, never a default).
+    #: (the data's fact annotations; analysis only, never a default: ``fit`` refuses it, see
+    #: :func:`refuse_oracle_notes`).
     kind: str = "rules"
 
     def __post_init__(self) -> None:
         if self.kind not in ("rules", "llm", "oracle"):
             raise ValueError(f"notes.kind must be 'rules', 'llm' or 'oracle', got {self.kind!r}")
+
+
+def refuse_oracle_notes(cfg: NoteWriterConfig) -> None:
+    """Raises :class:`~memprm.configtools.ConfigError` (one line) when ``cfg.kind`` is ``oracle``: the oracle
+    writer reads the data's fact annotations, so it may serve ``tools/policy_gap.py``'s analysis but never a
+    run that trains or reports a manager (``fit``)."""
+    if cfg.kind == "oracle":
+        raise ConfigError(
+            "notes.kind=oracle writes the data's fact annotations as notes and is only for tools/policy_gap.py; "
+            "use notes.kind=rules or notes.kind=llm for fit"
+        )
 
 
 def notes_for(writer: NoteWriter, turn: Turn, timestamp: str | None, layer: str) -> tuple[Note, ...]:
