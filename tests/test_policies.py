@@ -25,7 +25,7 @@ from memprm.models.causal_policy import CausalPolicy
 from memprm.models.policies import build_policy
 from memprm.models.policy_config import LoraSettings, PolicyConfig
 from memprm.models.scoring_policy import ScoringPolicy, gate_candidates
-from memprm.models.sft import balance_weights, sft_loss
+from memprm.models.sft import SFTBatches, balance_weights, sft_loss
 from memprm.stages.sft_stage import train_sft
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -315,12 +315,26 @@ def test_scoring_rank_zero_trains_the_head_only(minilm_tokenizer):
 
 
 def test_train_sft_is_reproducible_and_validates(minilm_tokenizer):
-    runs = []
-    for _ in range(2):
+    """Step 0's loss is the untrained policy's SFT loss on the first batch SFTBatches draws; the same seed
+    gives the same losses and weights, another seed another batch order and other losses."""
+
+    def run(seed: int):
         policy = _scoring(minilm_tokenizer, seed=5)
         samples = [policy.sample_for(_obs(k), Action.noop()) for k in (0, 1, 2)]
-        runs.append(train_sft(policy, samples, steps=4, lr=1e-2, batch_size=2, seed=3, progress=False))
-    assert runs[0] == runs[1]
+        first = next(iter(SFTBatches(len(samples), batch_size=2, steps=4, seed=seed)))
+        with torch.no_grad():
+            start = float(sft_loss(policy.eval(), [samples[i] for i in first]))
+        losses = train_sft(policy, samples, steps=4, lr=1e-2, batch_size=2, seed=seed, progress=False)
+        return losses, start, _snapshot(policy), samples, policy
+
+    losses, start, weights, samples, policy = run(3)
+    assert len(losses) == 4 and all(math.isfinite(x) and x > 0 for x in losses)
+    assert losses[0] == pytest.approx(start, abs=1e-5)
+    assert _changed(_snapshot(_scoring(minilm_tokenizer, seed=5)), policy)  # training moved the weights
+    again, _, weights_again, _, _ = run(3)
+    assert again == losses and all(torch.equal(weights[k], weights_again[k]) for k in weights)
+    assert list(SFTBatches(3, 2, 4, seed=1)) != list(SFTBatches(3, 2, 4, seed=3))
+    assert run(1)[0] != losses
     with pytest.raises(ValueError, match="no samples"):
         train_sft(policy, [], steps=1, lr=1e-3, batch_size=1, seed=0)
     with pytest.raises(ValueError, match="steps"):
@@ -431,8 +445,14 @@ def test_causal_sampling_is_seeded(char_tokenizer):
     def run(seed: int) -> GateSample:
         return policy.act(_obs(2), generator=torch.Generator().manual_seed(seed))[1]
 
-    assert run(3) == run(3)
-    assert run(3).completion != run(4).completion
+    torch.manual_seed(0)
+    first = run(3)
+    torch.manual_seed(1)  # the global RNG plays no part: only the generator draws
+    assert run(3) == first
+    completions = {run(seed).completion for seed in (3, 4, 5, 6)}
+    assert len(completions) == 4  # each seed draws its own completion
+    with torch.no_grad():  # the drawn sample's log-prob is the model's
+        assert float(policy.eval().log_probs([first])[0][0]) == pytest.approx(first.logprob, abs=1e-4)
 
 
 def test_causal_invalid_output_is_a_counted_noop(char_tokenizer):

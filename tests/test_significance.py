@@ -1,5 +1,7 @@
 """Dialogue-level significance tests on hand-computed cases."""
 
+import math
+
 import pytest
 
 from memprm.eval.significance import paired_permutation, sign_test
@@ -12,8 +14,9 @@ def test_sign_test_exact_values_and_ties():
     r = sign_test([2, 2, 2, 0, 5], [1, 1, 1, 1, 5])  # 3 wins, 1 loss, 1 tie -> P(X >= 3 | n = 4) = (4 + 1)/16
     assert (r.statistic, r.n, r.p_value) == (3.0, 4, 5 / 16)
     assert sign_test([0, 0], [1, 1]).p_value == 1.0  # no wins: P(X >= 0) = 1
-    assert sign_test([1, 2], [1, 2]) == sign_test([], [])  # all tied / no units: nothing to test, p = 1
-    assert sign_test([1, 2], [1, 2]).p_value == 1.0 and sign_test([1, 2], [1, 2]).n == 0
+    tied, empty = sign_test([1, 2], [1, 2]), sign_test([], [])  # all tied / no units: nothing to test, p = 1
+    assert (tied.statistic, tied.n, tied.p_value) == (0.0, 0, 1.0)
+    assert (empty.statistic, empty.n, empty.p_value) == (0.0, 0, 1.0)
     with pytest.raises(ValueError, match="equal length"):
         sign_test([1, 2], [1])
 
@@ -40,7 +43,18 @@ def test_paired_permutation_monte_carlo():
     # 2^20 almost surely miss it -> p = (0 + 1) / (999 + 1); never 0, reproducible given the seed
     big = paired_permutation([1.0] * 20, [0.0] * 20, n_perm=999, seed=1)
     assert (big.p_value, big.n, big.statistic) == (1 / 1000, 20, 1.0)
+    # d = (0.1, -0.1, -0.1, 0.2) x 5, mean 0.025: in tenths, 15 units of size 1 and 5 of size 2, observed sum 5.
+    # A flip pattern with k of the size-1 and j of the size-2 units positive sums (2k - 15) + 2 (2j - 5) >= 5
+    # iff k + 2j >= 15, so the exact p = sum C(15, k) C(5, j) / 2^20 over those (k, j) ≈ 0.2522
+    hits = sum(math.comb(15, k) * math.comb(5, j) for k in range(16) for j in range(6) if k + 2 * j >= 15)
+    exact = hits / 2**20
     d = ([0.3, 0.1, 0.0, 0.2] * 5, [0.2, 0.2, 0.1, 0.0] * 5)
-    assert paired_permutation(*d, n_perm=500, seed=3) == paired_permutation(*d, n_perm=500, seed=3)
+    mc = paired_permutation(*d, n_perm=500, seed=3)
+    assert mc.n == 20 and mc.statistic == pytest.approx(0.025, abs=1e-12)
+    # 500 random flips: within 4 standard errors (≈ 0.078) of the exact p, on the (hits + 1) / 501 grid
+    assert abs(mc.p_value - exact) < 4 * math.sqrt(exact * (1 - exact) / 500)
+    assert round(mc.p_value * 501) == pytest.approx(mc.p_value * 501, abs=1e-9)
+    assert paired_permutation(*d, n_perm=500, seed=3) == mc  # reproducible given the seed
+    assert paired_permutation(*d, n_perm=500, seed=4).p_value != mc.p_value  # and the seed is what draws them
     exact = paired_permutation([1.0] * 17, [0.0] * 17, n_perm=2**17)  # n_perm >= 2^n: all flips, exact
     assert exact.p_value == 2.0**-17
