@@ -178,7 +178,8 @@ def annotated_play():
     d = generate_dialogue(SyntheticConfig(sessions_per_dialogue=2), 0)
     seen = {}
     for kind in ("rules", "oracle"):
-        env = build_stack(load_config(None, ["embedder.kind=hashing", "embedder.dim=64", f"notes.kind={kind}"])).env
+        cfg = load_config(None, ["embedder.kind=hashing", "embedder.dim=64", f"notes.kind={kind}"])
+        env = build_stack(cfg).env
         seen[kind], bank = [], MemoryBank()
         for s in d.sessions:
             env.play_window(d, s.index, bank, lambda obs, out=seen[kind]: out.append(obs) or Action.noop())
@@ -194,7 +195,8 @@ def test_observations_built_by_the_environment_carry_no_fact_annotations(annotat
     for kind, observations in seen.items():
         assert annotated & {o.turn.id for o in observations}, kind  # annotated turns do open gates...
         assert all(o.turn.facts == () for o in observations), kind  # ...and their observations carry none
-        assert all(o.turn == replace(turns[o.turn.id], facts=()) for o in observations), kind  # the rest intact
+        # the rest of the turn is the dialogue's
+        assert all(o.turn == replace(turns[o.turn.id], facts=()) for o in observations), kind
     # the env's oracle note writer (policy_gap only) reads the dialogue's turn, so its notes still arrive
     assert {o.turn.id for o in seen["oracle"] if o.notes} == annotated & {o.turn.id for o in seen["oracle"]}
 
@@ -202,7 +204,8 @@ def test_observations_built_by_the_environment_carry_no_fact_annotations(annotat
 def test_an_observation_built_anywhere_drops_the_turns_facts():
     from memprm.env.gates import Observation
 
-    t = Turn("D1:1", "Ana", "I work as a nurse.", 1, facts=(Fact("Ana works as a nurse.", "D1:1", "Ana", "job", "nurse"),))
+    fact = Fact("Ana works as a nurse.", "D1:1", "Ana", "job", "nurse")
+    t = Turn("D1:1", "Ana", "I work as a nurse.", 1, facts=(fact,))
     obs = Observation("D1", 1, t, "2023-05-08T14:00:00", "profile", (), ())
     assert obs.turn.facts == () and obs.turn.render == t.render and obs.turn.id == t.id
     assert t.facts  # the dialogue's own turn keeps its annotations

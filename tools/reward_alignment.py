@@ -208,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = Path(args.run) if args.run else None
     runner = GroupRunner(stack.env, cfg.credit, replace(cfg.rollout, group_size=1), critic_scorer(run_dir, cfg),
                          stack.stopwatch)  # fmt: skip
-    managers = fixed_managers(stack.teacher, cfg.policy.merge_candidates, None if args.no_oracle else dialogues)
+    oracle_dialogues = None if args.no_oracle else dialogues
+    managers = fixed_managers(stack.teacher, cfg.policy.merge_candidates, oracle_dialogues)
     policy = sft_policy(run_dir, cfg)
     if policy is not None:
         managers["SFT policy"] = policy

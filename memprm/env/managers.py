@@ -98,7 +98,9 @@ class _AsGatePolicy:
         return _played(self.manager(obs))
 
 
-def fixed_managers(teacher, merge_candidates: int, oracle_dialogues: Iterable[Dialogue] | None = None) -> dict:
+def fixed_managers(
+    teacher, merge_candidates: int, oracle_dialogues: Iterable[Dialogue] | None = None
+) -> dict:
     """The analysis tools' line-up by name: Noop-only, Write-all, random (seeds 0–2), the heuristic ``teacher``
     and, given ``oracle_dialogues`` (the dialogues it will play), the annotation oracle over them."""
     managers = {"Noop-only": noop_manager, "Write-all (raw turns)": write_all_manager}
