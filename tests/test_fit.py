@@ -19,11 +19,15 @@ TINY = [
 
 
 class _CountBatches(Callback):
+    """GRPO batches, and those that trained: the module returns a ``loss`` only when some group had contrast
+    (a batch whose groups all tied takes no optimizer step)."""
+
     def __init__(self):
-        self.batches = 0
+        self.batches = self.trained = 0
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         self.batches += 1
+        self.trained += "loss" in outputs
 
 
 @pytest.mark.slow
@@ -34,6 +38,7 @@ def test_fit_runs_every_stage_then_reuses_stage_one(tmp_path):
     res = fit(load_config(None, full), grpo_callbacks=[counter])
     run = tmp_path / "full"
     assert res.grpo.batches == 1 and res.grpo.steps == 2  # one batch, two PPO epochs
+    assert counter.trained == 1
     assert res.run_dir == run and set(res.seconds) == {"critic", "sft", "grpo", "test"}
     for f in (
         "config.yaml",
@@ -68,9 +73,12 @@ def test_fit_runs_every_stage_then_reuses_stage_one(tmp_path):
                              "grpo.max_batches=2", f"fit.stage_one_dir={run}", "fit.test_baselines=false"])  # fmt: skip
     # 2 batches x 2 PPO epochs can make at most 4 of the 6 steps: the batch budget ends the stage (and says so)
     # instead of rolling out forever when groups tie
+    counter2 = _CountBatches()
     with pytest.warns(UserWarning, match="batch budget"):
-        res2 = fit(arm)
-    assert res2.grpo.batches == 2 and res2.grpo.steps in (0, 2, 4)
+        res2 = fit(arm, grpo_callbacks=[counter2])
+    # every batch with contrast makes ppo_epochs optimizer steps (one mini-batch each), a tied one none
+    assert res2.grpo.batches == counter2.batches == 2 and arm.grpo.minibatch_size == 0
+    assert res2.grpo.steps == arm.grpo.ppo_epochs * counter2.trained == 2 * counter2.trained
     assert set(res2.test) == {"GRPO (outcome_only)"}
     assert not (tmp_path / "outcome" / "critic").exists() and not (tmp_path / "outcome" / "teacher").exists()
     assert res2.seconds["critic"] < res.seconds["critic"]
