@@ -22,6 +22,7 @@ from memprm.env.stack import build_stack, check_llm_keys
 from memprm.llm.notes import refuse_oracle_notes
 from memprm.logs import set_progress_bars
 from memprm.memory.embedder import check_embedder
+from memprm.models.policy_config import STRUCTURAL_NEEDS
 from memprm.stages import critic_stage, grpo_stage, held_out, sft_stage
 from memprm.stages.markers import Markers
 from memprm.stages.reader_calibration import calibrate_reader
@@ -62,6 +63,7 @@ def open_run(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> Run:
     second, before anything is written), the run folder and its ``config.yaml``, the roles, the stage keys,
     the reader's calibration and the policy (built here, once, so every stage trains the same one)."""
     check_stage_one_critic(cfg)
+    check_grpo_trainable(cfg)
     check_llm_keys(cfg)
     splits = load_source(cfg.data)
     check_embedder(cfg.embedder)
@@ -105,6 +107,13 @@ def check_stage_one_critic(cfg: MemprmConfig) -> None:
         f"fit.stages has no 'critic' and rollout.shaping={shaping} needs a trained critic, but {lacks}: set "
         "fit.stage_one_dir to a run folder with stage one, or rollout.shaping=none"
     )
+
+
+def check_grpo_trainable(cfg: MemprmConfig) -> None:
+    """``grpo.trainable=structural`` with a policy that has no structural head: :class:`ConfigError` before
+    anything runs (instead of at the GRPO stage, after the critic and SFT)."""
+    if "grpo" in cfg.fit.stages and cfg.grpo.trainable == "structural" and not cfg.policy.structural_head:
+        raise ConfigError(STRUCTURAL_NEEDS.format(kind=cfg.policy.kind, scorer=cfg.policy.scorer))
 
 
 def finished(cfg: MemprmConfig) -> bool:

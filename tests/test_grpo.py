@@ -119,6 +119,7 @@ def test_config_defaults_build_and_validation():
     cfg = GRPOConfig()
     assert (cfg.eps_low, cfg.eps_high, cfg.beta_kl, cfg.ppo_epochs, cfg.lambda_inf) == (0.2, 0.2, 0.0, 2, 0.2)
     assert cfg.advantage_mode == "process" and cfg.minibatch_size == 0 and cfg.weights == RewardWeights()
+    assert cfg.trainable == "all"
     assert cfg.batch_budget == cfg.max_steps and GRPOConfig(max_steps=5, max_batches=9).batch_budget == 9
     built = build(GRPOConfig, {"eps_high": 0.28, "advantage_mode": "outcome", "weights": {"miss": 0.5}})
     assert built.eps_high == 0.28 and built.advantage_mode == "outcome" and built.weights.miss == 0.5
@@ -135,6 +136,8 @@ def test_config_defaults_build_and_validation():
         ({"beta_kl": -1.0}, "beta_kl"),
         ({"max_grad_norm": math.inf}, "max_grad_norm"),
         ({"temperature": -1.0}, "temperature"),
+        ({"trainable": "lora"}, "'all' or 'structural'"),
+        ({"trainable": "structural", "weight_decay": 0.01}, "structural needs grpo.weight_decay=0"),
     ):
         with pytest.raises(ValueError, match=match):
             GRPOConfig(**bad)

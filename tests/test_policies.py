@@ -594,3 +594,43 @@ def test_sampling_temperature_rescales_log_probs_keeps_greedy_and_restores(minil
     with pytest.raises(ValueError, match="temperature"):
         with sampling_temperature(policy, -1.0):
             pass
+
+
+def test_structural_subset_moves_only_the_text_free_head_weights_and_unhooks(minilm_tokenizer):
+    from memprm.models.policies import trainable_subset
+    from memprm.models.two_tower import structural_dim
+
+    policy = _scoring(minilm_tokenizer, seed=3, lora=LoraSettings(rank=2), scorer="two_tower")
+    obs = [_obs(2), _obs(1, text="We moved to Lisbon in May"), _obs(0, layer="profile")]
+    samples = [policy.act(o, generator=torch.Generator().manual_seed(i))[1] for i, o in enumerate(obs)]
+    trainable = [n for n, p in policy.named_parameters() if p.requires_grad]
+    assert any("lora" in n for n in trainable) and "head.weight" in trainable
+    before = {n: p.detach().clone() for n, p in policy.named_parameters()}
+    opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=0.1, weight_decay=0.0)
+
+    def step() -> None:
+        opt.zero_grad()
+        (-policy.log_probs(samples)[0].sum()).backward()
+        opt.step()
+
+    with trainable_subset(policy, "structural"):
+        for _ in range(3):
+            step()
+    after = dict(policy.named_parameters())
+    k = structural_dim()
+    assert not torch.equal(after["head.weight"][:, :k], before["head.weight"][:, :k])  # the 13 weights moved
+    torch.testing.assert_close(after["head.weight"][:, k:], before["head.weight"][:, k:], rtol=0, atol=0)
+    for name in trainable:
+        if name != "head.weight":  # LoRA and the head's bias: exactly as before
+            torch.testing.assert_close(after[name], before[name], rtol=0, atol=0)
+    assert [n for n, p in policy.named_parameters() if p.requires_grad] == trainable  # snapshots keep all
+    step()  # hooks removed: the text-vector weights and LoRA train again
+    assert not torch.equal(after["head.weight"][:, k:], before["head.weight"][:, k:])
+    with pytest.raises(RuntimeError), trainable_subset(policy, "structural"):
+        raise RuntimeError("boom")
+    assert all(not p._backward_hooks for p in policy.parameters())  # removed when the block raises
+    with pytest.raises(ValueError, match="'all' or 'structural'"), trainable_subset(policy, "lora"):
+        pass
+    pair = _scoring(minilm_tokenizer, scorer="pair")
+    with pytest.raises(ValueError, match="policy.scorer=pair"), trainable_subset(pair, "structural"):
+        pass

@@ -27,6 +27,13 @@ class GRPOConfig:
     temperature: float = 0.0
     #: AdamW decoupled weight decay.
     weight_decay: float = 0.0
+    #: what GRPO may change: ``all`` (every trainable parameter) or ``structural`` (scoring policy with the
+    #: two-tower scorer only: the head's 13 weights on kind × layer, rank and the two cosines; every other
+    #: gradient is zeroed, so the text-vector weights keep their SFT values). 13 shared weights move every
+    #: gate's choice the same way and average the rollouts' noise over all gates, where the 1,152
+    #: text-vector weights let noisy advantages drift each text's score (experiments/README.md).
+    #: ``structural`` needs ``weight_decay`` 0 (decay would shrink the frozen weights).
+    trainable: Literal["all", "structural"] = "all"
     #: lower clip range: the ratio π_θ/π_old is clipped below at 1 − eps_low (binds for negative advantages).
     eps_low: float = 0.2
     #: upper clip range: clipped above at 1 + eps_high (binds for positive advantages); a value different
@@ -101,6 +108,13 @@ class GRPOConfig:
             raise ValueError(f"grpo.checkpoint_every must be >= 0 (0 = off), got {self.checkpoint_every}")
         if self.minibatch_size < 0:
             raise ValueError(f"grpo.minibatch_size must be >= 0 (0 = whole batch), got {self.minibatch_size}")
+        if self.trainable not in ("all", "structural"):
+            raise ValueError(f"grpo.trainable must be 'all' or 'structural', got {self.trainable!r}")
+        if self.trainable == "structural" and self.weight_decay > 0:
+            raise ValueError(
+                f"grpo.trainable=structural needs grpo.weight_decay=0 (AdamW would decay the frozen weights), "
+                f"got {self.weight_decay}"
+            )
         if self.advantage_mode not in ADVANTAGE_MODES:
             raise ValueError(
                 f"grpo.advantage_mode must be one of {ADVANTAGE_MODES}, got {self.advantage_mode!r}"

@@ -9,8 +9,9 @@ from dataclasses import replace
 from typing import Any
 
 from memprm.models.causal_policy import CausalPolicy, build_causal_policy
-from memprm.models.policy_config import PolicyConfig
+from memprm.models.policy_config import STRUCTURAL_NEEDS, PolicyConfig
 from memprm.models.scoring_policy import ScoringPolicy, build_scoring_policy
+from memprm.models.two_tower import structural_dim
 
 
 def build_policy(cfg: PolicyConfig, model: Any = None, tokenizer: Any = None) -> ScoringPolicy | CausalPolicy:
@@ -40,3 +41,36 @@ def sampling_temperature(policy: ScoringPolicy | CausalPolicy, temperature: floa
         yield
     finally:
         policy.cfg = before
+
+
+@contextmanager
+def trainable_subset(policy: ScoringPolicy | CausalPolicy, which: str) -> Iterator[None]:
+    """Within the block, gradients reach only the part of the policy ``which`` names (``grpo.trainable``).
+
+    ``all`` changes nothing. ``structural`` (two-tower scoring policy only) zeroes, by gradient hooks, every
+    gradient but those of the head's first :func:`~memprm.models.two_tower.structural_dim` weights (kind ×
+    layer, rank, cosines): an AdamW step with weight decay 0 then leaves every other weight exactly as it was
+    (its moments stay 0). ``requires_grad`` is left alone, so snapshots and weight files keep every trainable
+    tensor. The hooks are removed when the block ends, also when it raises."""
+    if which not in ("all", "structural"):
+        raise ValueError(f"trainable subset must be 'all' or 'structural', got {which!r}")
+    if which == "all":
+        yield
+        return
+    if not policy.cfg.structural_head:
+        raise ValueError(STRUCTURAL_NEEDS.format(kind=policy.cfg.kind, scorer=policy.cfg.scorer))
+    handles = []
+    for name, param in policy.named_parameters():
+        if not param.requires_grad:
+            continue
+        if name == "head.weight":
+            mask = param.new_zeros(param.shape)  # [1, feature_dim]
+            mask[:, : structural_dim()] = 1.0
+            handles.append(param.register_hook(lambda g, m=mask: g * m.to(g.device)))
+        else:
+            handles.append(param.register_hook(lambda g: g.new_zeros(g.shape)))
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()

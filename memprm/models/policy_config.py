@@ -20,6 +20,10 @@ from typing import Literal
 
 _DEFAULT_TARGETS = {"scoring": ("query", "value"), "causal": ("q_proj", "v_proj")}
 DTYPES = ("float32", "bfloat16", "float16")
+STRUCTURAL_NEEDS = (
+    "grpo.trainable=structural needs policy.kind=scoring with policy.scorer=two_tower (the structural features "
+    "are the two-tower head's), got policy.kind={kind}, policy.scorer={scorer}"
+)
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,11 @@ class PolicyConfig:
             raise ValueError(f"policy.merge_candidates must be >= 0, got {self.merge_candidates}")
         if self.dtype not in DTYPES:
             raise ValueError(f"policy.dtype must be one of {DTYPES}, got {self.dtype!r}")
+
+    @property
+    def structural_head(self) -> bool:
+        """Whether the head reads the 13 text-free features ``grpo.trainable=structural`` trains (two-tower)."""
+        return self.kind == "scoring" and self.scorer == "two_tower"
 
     @property
     def lora_rank(self) -> int:

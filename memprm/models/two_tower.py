@@ -22,9 +22,18 @@ from memprm.memory.bank import MANAGED_LAYERS
 RANKS = 3  # rank one-hot: 0, 1, 2 or more
 
 
+def structural_dim() -> int:
+    """The leading features that do not depend on the texts' vectors: kind × layer, rank, two cosines (13).
+
+    >>> structural_dim()
+    13
+    """
+    return len(CANDIDATE_KINDS) * len(MANAGED_LAYERS) + RANKS + 2
+
+
 def feature_dim(hidden: int) -> int:
     """[kind × layer one-hot | rank one-hot | cos(c, q), cos(c, t) | c·√H | (c ⊙ q)·H | (c ⊙ t)·H]."""
-    return len(CANDIDATE_KINDS) * len(MANAGED_LAYERS) + RANKS + 2 + 3 * hidden
+    return structural_dim() + 3 * hidden
 
 
 class TextVectors:

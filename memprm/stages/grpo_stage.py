@@ -21,7 +21,7 @@ from pathlib import Path
 
 from memprm.atomic import atomic_write_text
 from memprm.env.evaluate import evaluate_manager, greedy_manager
-from memprm.models.policies import sampling_temperature
+from memprm.models.policies import sampling_temperature, trainable_subset
 from memprm.models.trainable import load_trainable, save_trainable
 from memprm.rollout.runner import GroupRunner
 from memprm.stages.run_context import Run, StageResult
@@ -50,7 +50,11 @@ def grpo(cfg, run: Run) -> StageResult:
         run.out.grpo = GRPOStageResult(**json.loads(result_path.read_text()))
         return StageResult("grpo", True, f"GRPO: done earlier with this config, policy loaded from {final}")
     run.markers.clear("grpo")
-    with run.measure("grpo"), sampling_temperature(run.policy, cfg.grpo.temperature):
+    with (
+        run.measure("grpo"),
+        sampling_temperature(run.policy, cfg.grpo.temperature),
+        trainable_subset(run.policy, cfg.grpo.trainable),
+    ):
         out = run.out.grpo = train_grpo(cfg, run)
     save_trainable(run.policy, final)
     atomic_write_text(result_path, json.dumps(asdict(out), indent=1))
