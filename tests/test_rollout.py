@@ -218,6 +218,8 @@ def test_reward_alignment_tool_reports_signal_beside_test_accuracy(tmp_path, cap
 
     from helpers.tools_loader import load_tool
 
+    from memprm.configtools import ConfigError
+
     tool = load_tool("reward_alignment")
     out = tmp_path / "align.json"
     tiny = ["data.synthetic.n_dialogues=3", "data.synthetic.n_train=1", "data.synthetic.n_dev=1",
@@ -237,3 +239,6 @@ def test_reward_alignment_tool_reports_signal_beside_test_accuracy(tmp_path, cap
         assert rho is None or -1.0 <= rho <= 1.0
     assert got["within_group"]["R"]["groups"] == 2  # one G = 3 group per window of the train dialogue
     assert "| heuristic teacher |" in capsys.readouterr().out
+    with pytest.raises(ConfigError, match="notes.kind=oracle"):  # annotation notes would leak gold facts
+        tool.main(["--json", str(tmp_path / "o.json"), "notes.kind=oracle", *tiny])
+    assert not (tmp_path / "o.json").exists()

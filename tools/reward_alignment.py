@@ -38,6 +38,7 @@ from memprm.env.exam import Quiz, QuizItem, ReaderCache, run_exam, unlocked_ques
 from memprm.env.managers import NoisyManager, as_gate_policy, fixed_managers  # noqa: E402
 from memprm.env.stack import build_stack  # noqa: E402
 from memprm.eval.metrics import spearman  # noqa: E402
+from memprm.llm.notes import refuse_oracle_notes  # noqa: E402
 from memprm.memory.bank import MemoryBank  # noqa: E402
 from memprm.rollout.runner import GroupRunner  # noqa: E402
 from memprm.stages.reader_calibration import calibrate_reader  # noqa: E402
@@ -201,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("overrides", nargs="*", help="dotted config overrides, key.sub=value")
     args = ap.parse_args(argv)
     cfg = load_config(args.config, args.overrides)
+    refuse_oracle_notes(cfg.notes)  # gold facts on offer as notes would lift every manager's signal
     splits = load_source(cfg.data)
     dialogues = list(splits[args.split])
     stack = build_stack(cfg)

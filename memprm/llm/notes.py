@@ -56,11 +56,11 @@ class NoteWriterConfig:
 def refuse_oracle_notes(cfg: NoteWriterConfig) -> None:
     """Raises :class:`~memprm.configtools.ConfigError` (one line) when ``cfg.kind`` is ``oracle``: the oracle
     writer reads the data's fact annotations, so it may serve ``tools/policy_gap.py``'s analysis but never a
-    run that trains or reports a manager (``fit``)."""
+    run that trains, reports or measures a manager's training signal (``fit``, ``tools/reward_alignment.py``)."""
     if cfg.kind == "oracle":
         raise ConfigError(
             "notes.kind=oracle writes the data's fact annotations as notes and is only for tools/policy_gap.py; "
-            "use notes.kind=rules or notes.kind=llm for fit"
+            "use notes.kind=rules or notes.kind=llm to train, test or measure a manager"
         )
 
 
