@@ -1,5 +1,6 @@
 """Note writers, the chain-aware reader's two-fact join, abstention calibration and the fixed managers."""
 
+import math
 from datetime import datetime
 
 import numpy as np
@@ -162,6 +163,8 @@ def test_policy_gap_tool_writes_its_table_and_json(tmp_path, capsys):
     assert noop["entries"] == 0 and noop["tested"] == 0 and noop["n_questions"] > 0
     assert 0.0 <= got["tie_rate"] <= 1.0 and got["groups"] == 2  # one group per window of the test dialogue
     assert got["managers"]["oracle (annotations)"]["entries"] > 0  # it found the annotations in the dialogues
+    # one test dialogue: the between-dialogue spread is unknown, so the interval is undefined, not invented
+    assert all(math.isnan(r["ci95"][0]) and r["ci95_text"] == "–" for r in got["managers"].values())
     assert "| heuristic teacher |" in capsys.readouterr().out
 
 

@@ -167,6 +167,15 @@ def test_evaluate_manager_on_final_banks(setup):
     }
     teacher = evaluate_manager(stack.env, data["dev"], stack.teacher, progress=False)
     assert teacher.entries > 0
+    # the clusters of the interval: every dialogue's counts, adding up to the pooled accuracy
+    for r in (res, teacher):
+        assert list(r.per_dialogue_questions) == [d.id for d in data["dev"]]
+        assert sum(r.per_dialogue_questions.values()) == r.n_questions
+        assert sum(r.per_dialogue_correct.values()) == round(r.accuracy * r.n_questions)
+        assert all(r.per_dialogue[i] == r.per_dialogue_correct[i] / r.per_dialogue_questions[i]
+                   for i in r.per_dialogue)  # fmt: skip
+        ci = r.interval()
+        assert ci.clusters == len(data["dev"]) and ci.estimate == pytest.approx(r.accuracy)
     assert res.as_metrics("test")["test/accuracy"] == res.accuracy
 
 

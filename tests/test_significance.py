@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from memprm.eval.significance import paired_permutation, sign_test
+from memprm.eval.significance import clustered_interval, paired_permutation, sign_test
 
 
 def test_sign_test_exact_values_and_ties():
@@ -58,3 +58,29 @@ def test_paired_permutation_monte_carlo():
     assert paired_permutation(*d, n_perm=500, seed=4).p_value != mc.p_value  # and the seed is what draws them
     exact = paired_permutation([1.0] * 17, [0.0] * 17, n_perm=2**17)  # n_perm >= 2^n: all flips, exact
     assert exact.p_value == 2.0**-17
+
+
+def test_clustered_interval_hand_computed_and_edges():
+    # p = 35 / 50 = 0.7; residuals c - p n = (1, -1, -2, 2, 0), Σ² = 10; se = sqrt(5/4 · 10) / 50 = 0.0707107;
+    # t_4(0.975) = 2.7764451 -> half width 0.1963243
+    ci = clustered_interval([8, 6, 5, 9, 7], [10, 10, 10, 10, 10])
+    assert ci.estimate == pytest.approx(0.7) and ci.se == pytest.approx(0.0707107, abs=1e-7)
+    assert (ci.low, ci.high) == (pytest.approx(0.5036757, abs=1e-6), pytest.approx(0.8963243, abs=1e-6))
+    assert ci.clusters == 5 and ci.format() == "50.4–89.6"
+    # clusters weigh by their questions: a big cluster pulls the estimate, unequal sizes enter the residuals
+    assert clustered_interval([1, 30], [10, 40]).estimate == pytest.approx(31 / 50)
+    # the same accuracy in every dialogue: no between-dialogue spread, a zero-width interval
+    flat = clustered_interval([3, 6, 9], [4, 8, 12])
+    assert (flat.se, flat.low, flat.high) == (0.0, 0.75, 0.75)
+    # a wider level is wider; clipping keeps it in [0, 1]
+    assert clustered_interval([8, 6, 5, 9, 7], [10] * 5, level=0.99).low < ci.low
+    assert clustered_interval([10, 9], [10, 10]).high == 1.0
+    # one cluster (or every other one empty) leaves the spread unknown: NaN, printed as "–"
+    one = clustered_interval([3, 0], [5, 0])
+    assert one.clusters == 1 and one.estimate == 0.6 and math.isnan(one.se) and one.format() == "–"
+    with pytest.raises(ValueError, match="0 <= correct <= questions"):
+        clustered_interval([6], [5])
+    with pytest.raises(ValueError, match="equal length"):
+        clustered_interval([1, 2], [3])
+    with pytest.raises(ValueError, match="level"):
+        clustered_interval([1, 2], [3, 3], level=1.0)

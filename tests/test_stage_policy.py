@@ -97,11 +97,15 @@ def test_results_table_and_files(tmp_path):
     res = {
         "teacher": EvalResult(0.5, 4, 120.0, {"single-hop": 0.5, "temporal": 0.5}, {"d1": 0.5}, 3.0, 1.5),
         "GRPO (ours)": EvalResult(
-            0.75, 4, 150.0, {"single-hop": 1.0, "temporal": 0.5}, {"d1": 0.75}, 2.0, 2.0
+            0.75, 8, 150.0, {"single-hop": 1.0, "temporal": 0.5}, {"d1": 1.0, "d2": 0.5}, 2.0, 2.0,
+            per_dialogue_questions={"d1": 4, "d2": 4}, per_dialogue_correct={"d1": 4, "d2": 2},
         ),
     }
     table = results_table(res)
-    assert "| GRPO (ours) | 75.0 | 100.0 | 50.0 | 150 | 2.0 | 2.00 |" in table and "4 questions" in table
+    # residuals ±1 around p = 0.75: se = sqrt(2 · 2) / 8 = 0.25, t_1 = 12.7 -> the whole [0, 1]
+    assert "| GRPO (ours) | 75.0 | 0.0–100.0 | 100.0 | 50.0 | 150 | 2.0 | 2.00 |" in table
+    assert "| teacher | 50.0 | – |" in table  # saved without per-dialogue counts: no interval, not a guess
+    assert "4 questions, 1 dialogues; 95% CI clustered by dialogue" in table
     write_results(res, tmp_path)
     assert (tmp_path / "test_results.md").read_text().startswith("### test")
     assert '"accuracy": 0.75' in (tmp_path / "test_results.json").read_text()

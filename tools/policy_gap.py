@@ -9,13 +9,13 @@ oracle (the data's fact annotations as notes, updates merged into their chain; s
 question of the dialogue is answered from the final bank (the test protocol of ``fit``) and audited
 (deletion tests on the managed entries cited on correct answers, Eq. 6's flips).
 
-Printed per manager: accuracy (overall and per category), deletion flips / entries tested, managed entries
+Printed per manager: accuracy (overall, its 95% interval clustered by dialogue, and per category), deletion flips / entries tested, managed entries
 and versions per entry per dialogue, mean reader context tokens. Then the *group tie rate*: the share of
 G = 4 groups (one per dialogue window, as GRPO rolls them out) whose exam accuracy R ties across the 4 forks
 when each fork is the teacher with ε = 0.3 of its actions replaced by random candidates.
 
 The reader's abstention threshold is calibrated on the dev calibration half first (the run's protocol; the
-value is printed). ``--json OUT`` writes ``{"managers": {name: {"accuracy", "flips", "tested", ...}},
+value is printed). ``--json OUT`` writes ``{"managers": {name: {"accuracy", "ci95": [low, high], "flips", "tested", ...}},
 "tie_rate": float, ...}``.
 """
 
@@ -47,7 +47,8 @@ def measure(stack, dialogues, manager, name: str) -> dict:
     r = evaluate_manager(stack.env, dialogues, manager, desc=name, audit=True)
     keys = ("accuracy", "n_questions", "by_category", "flips", "tested", "entries", "versions_per_entry",
             "context_tokens")  # fmt: skip
-    return {k: getattr(r, k) for k in keys}
+    ci = r.interval()
+    return {k: getattr(r, k) for k in keys} | {"ci95": [ci.low, ci.high], "ci95_text": ci.format()}
 
 
 def tie_rate(stack, dialogues, group: int, epsilon: float, seed: int = 0) -> tuple[float, int]:
@@ -70,10 +71,10 @@ def tie_rate(stack, dialogues, group: int, epsilon: float, seed: int = 0) -> tup
 
 def format_table(results: dict[str, dict]) -> str:
     cats = sorted({c for r in results.values() for c in r["by_category"]})
-    head = ["manager", "accuracy", *cats, "flips / tested", "entries", "versions/entry", "context tokens"]
+    head = ["manager", "accuracy", "95% CI", *cats, "flips / tested", "entries", "versions/entry", "context tokens"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, r in results.items():
-        row = [name, f"{100 * r['accuracy']:.1f}"]
+        row = [name, f"{100 * r['accuracy']:.1f}", r.get("ci95_text", "–")]
         row += [f"{100 * r['by_category'][c]:.1f}" if c in r["by_category"] else "–" for c in cats]
         share = f" ({100 * r['flips'] / r['tested']:.0f}%)" if r["tested"] else ""
         row += [f"{r['flips']} / {r['tested']}{share}", f"{r['entries']:.1f}", f"{r['versions_per_entry']:.2f}",

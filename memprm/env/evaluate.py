@@ -4,6 +4,7 @@ Protocol: the manager (greedy) builds the bank over the whole dialogue, window b
 then every official question of the dialogue is answered from the final bank with the shared reader and
 judged. Accuracy is over questions (each weighs 1), overall and by category, with the mean reader context
 size; probes are a training signal and are not asked here. Nothing is trained or cached across calls.
+Per-dialogue counts give the dialogue-clustered 95% interval of the accuracy (:meth:`EvalResult.interval`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from memprm.data.records import Dialogue
 from memprm.env.audit import AuditResult, audit_exam
 from memprm.env.exam import ExamResult, Quiz, QuizItem, ReaderCache, run_exam
 from memprm.env.memory_env import Manager, MemoryEnv, WindowPlay
+from memprm.eval.significance import Interval, clustered_interval
 from memprm.llm.failures import FailureGuard
 from memprm.logs import progress as progress_bar
 from memprm.memory.bank import MANAGED_LAYERS, MemoryBank
@@ -35,6 +37,17 @@ class EvalResult:
     tested: int = 0
     #: questions whose reader or judge call failed: not scored (not in ``n_questions`` or any accuracy).
     failed: int = 0
+    #: per dialogue: questions scored and answered correctly (the clusters of :meth:`interval`).
+    per_dialogue_questions: dict[str, int] = field(default_factory=dict)
+    per_dialogue_correct: dict[str, int] = field(default_factory=dict)
+
+    def interval(self, level: float = 0.95) -> Interval:
+        """The dialogue-clustered ``level`` interval of :attr:`accuracy`
+        (:func:`memprm.eval.significance.clustered_interval`; undefined for results saved without counts)."""
+        ids = list(self.per_dialogue_questions)
+        return clustered_interval(
+            [self.per_dialogue_correct[i] for i in ids], [self.per_dialogue_questions[i] for i in ids], level
+        )
 
     def as_metrics(self, prefix: str) -> dict[str, float]:
         out = {
@@ -73,6 +86,8 @@ def evaluate_manager(
     cache = ReaderCache(env.reader, env.judge)
     correct: dict[str, list[bool]] = defaultdict(list)
     per_dialogue, tokens, sizes = {}, [], []
+    per_questions: dict[str, int] = {}
+    per_correct: dict[str, int] = {}
     flips = tested = failed = 0
     guard = FailureGuard()
     bar = progress_bar(dialogues, desc=desc, unit="dialogue", enabled=progress)
@@ -97,6 +112,8 @@ def evaluate_manager(
             if not r.failed:  # a failed call is not scored
                 correct[r.item.question.category].append(r.correct)
         per_dialogue[d.id] = exam.accuracy
+        scored = [r.correct for r in exam.results if not r.failed]
+        per_questions[d.id], per_correct[d.id] = len(scored), sum(scored)
         tokens.extend(r.answer.context_tokens for r in exam.results)
         sizes.append(bank.stats(MANAGED_LAYERS))
     flat = [c for v in correct.values() for c in v]
@@ -112,6 +129,8 @@ def evaluate_manager(
         flips=flips,
         tested=tested,
         failed=failed,
+        per_dialogue_questions=per_questions,
+        per_dialogue_correct=per_correct,
     )
 
 

@@ -7,11 +7,19 @@
   (:func:`scipy.stats.permutation_test` flipping the sign of whole units): exact over all 2^n sign flips for
   n ≤ 16 (or n_perm ≥ 2^n), else ``n_perm`` random flips from ``default_rng(seed)`` with p = (hits + 1) /
   (n_perm + 1). A flip counts as a hit when its mean is ≥ the observed one less 1e-12 (float ties).
+- ``clustered_interval(correct, questions)``: a dialogue-clustered confidence interval of an accuracy pooled
+  over dialogues (questions of one dialogue share its bank, so they are not independent). The pooled
+  accuracy p = Σc / Σn is a ratio estimator; its cluster-robust variance over k dialogues is
+  k/(k−1) · Σ (c_i − p·n_i)² / (Σn)², and the interval is p ± t_{k−1} · se, clipped to [0, 1] (Student's t
+  with k − 1 degrees of freedom: with 5 test dialogues t = 2.78, not 1.96). Undefined (NaN) for k < 2.
 
 >>> sign_test([0.8, 0.7, 0.9, 0.6, 0.75], [0.7, 0.6, 0.8, 0.5, 0.7]).p_value
 0.03125
 >>> paired_permutation([2, 1], [1, 2]).p_value  # d = (1, -1): flip means 0, 1, -1, 0; 3 of 4 are >= 0
 0.75
+>>> ci = clustered_interval([6, 2], [10, 10])  # p = 0.4, residuals ±2: se = sqrt(2 · 8 / 400) = 0.2
+>>> round(ci.estimate, 6), round(ci.se, 6), round(ci.low, 6), round(ci.high, 6)  # t_1 = 12.706: clipped
+(0.4, 0.2, 0.0, 1.0)
 """
 
 from __future__ import annotations
@@ -31,6 +39,49 @@ class SignificanceResult:
     statistic: float
     p_value: float
     n: int  # units used (sign test: untied pairs)
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float  # pooled accuracy Σc / Σn
+    low: float
+    high: float
+    se: float  # cluster-robust standard error (NaN with fewer than 2 clusters)
+    clusters: int
+    level: float
+
+    def format(self, scale: float = 100.0) -> str:
+        """``low–high`` on ``scale`` (percent by default), or ``–`` when undefined."""
+        if not np.isfinite(self.se):
+            return "–"
+        return f"{scale * self.low:.1f}–{scale * self.high:.1f}"
+
+
+def clustered_interval(
+    correct: Sequence[float], questions: Sequence[float], level: float = 0.95
+) -> Interval:
+    """The ``level`` interval of Σcorrect / Σquestions clustered by unit (module docstring).
+
+    ``correct`` [k], ``questions`` [k]: per cluster (dialogue), correct answers and questions scored. Units
+    with no question add nothing and are not counted as clusters."""
+    c, n = np.asarray(correct, dtype=np.float64), np.asarray(questions, dtype=np.float64)
+    if c.shape != n.shape or c.ndim != 1:
+        raise ValueError(f"clustered_interval: correct and questions must be 1-D of equal length, got {c.shape}, "
+                         f"{n.shape}")  # fmt: skip
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"clustered_interval: level must lie in (0, 1), got {level}")
+    if (n < 0).any() or (c < 0).any() or (c > n).any():
+        raise ValueError("clustered_interval: need 0 <= correct <= questions for every cluster")
+    keep = n > 0
+    c, n = c[keep], n[keep]
+    k, total = len(n), float(n.sum())
+    p = float(c.sum()) / total if total else float("nan")
+    if k < 2:
+        return Interval(p, float("nan"), float("nan"), float("nan"), k, level)
+    resid = c - p * n  # [k]
+    se = float(np.sqrt(k / (k - 1) * float((resid**2).sum())) / total)
+    half = float(stats.t.ppf(0.5 + level / 2, df=k - 1)) * se
+    return Interval(p, max(0.0, p - half), min(1.0, p + half), se, k, level)
 
 
 def _paired(a: Sequence[float], b: Sequence[float]) -> np.ndarray:

@@ -14,6 +14,7 @@ import html
 import re
 from collections.abc import Iterable, Sequence
 
+from memprm.eval.significance import clustered_interval
 from memprm.inspect.model import BankPage, DevPoint, EntryView, PageModel, QuestionView, Summary, VersionView
 
 _ID = re.compile(r"[^A-Za-z0-9_-]")
@@ -109,9 +110,17 @@ def _weights(credit: dict) -> str:
     return " / ".join(f"{k} {w[k]}" for k in ("retrieved", "cited", "flips", "toxicity") if k in w)
 
 
+def _interval(r: dict) -> str:
+    """The dialogue-clustered 95% interval of a saved result, ``–`` for one saved without per-dialogue counts."""
+    n, c = r.get("per_dialogue_questions") or {}, r.get("per_dialogue_correct") or {}
+    if not n or set(n) != set(c):
+        return "–"
+    return clustered_interval([c[i] for i in n], [n[i] for i in n]).format()
+
+
 def test_table(s: Summary) -> str:
     cats = s.categories
-    head = "<tr><th>manager</th><th>questions</th><th>accuracy</th>" + "".join(
+    head = "<tr><th>manager</th><th>questions</th><th>accuracy</th><th>95% CI (by dialogue)</th>" + "".join(
         f"<th>{esc(c)}</th>" for c in cats
     )
     head += "<th>context tokens</th><th>entries / dialogue</th><th>versions / entry</th></tr>"
@@ -120,6 +129,7 @@ def test_table(s: Summary) -> str:
         by = r.get("by_category", {})
         rows.append(
             f"<tr><td>{esc(name)}</td><td>{r.get('n_questions', '')}</td><td>{pct(r.get('accuracy'))}</td>"
+            f"<td>{esc(_interval(r))}</td>"
             + "".join(f"<td>{pct(by.get(c))}</td>" for c in cats)
             + f"<td>{fmt(r.get('context_tokens'), 0)}</td><td>{fmt(r.get('entries'), 1)}</td>"
             f"<td>{fmt(r.get('versions_per_entry'))}</td></tr>"
