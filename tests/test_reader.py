@@ -79,6 +79,36 @@ def test_reader_uses_newest_version_for_current_value_and_dates_for_when():
     assert when.context_tokens > 0
 
 
+def test_time_order_reads_the_newest_of_separate_entries_and_the_one_before():
+    """The same fact stored as separate entries (no merge): the chain-aware reader reads the best-matching
+    entry whatever its date; with ``reader.time_order`` the newest answers "now" and the older "before"."""
+    emb = HashingEmbedder(dim=512)
+    bank = MemoryBank()
+    old = bank.write("event", "Ana: I work as a teacher at the school", timestamp="2023-01-10").entry_id
+    new = bank.write("event", "Ana: I work as a nurse", timestamp="2023-06-01").entry_id
+    bank.write("event", "Bo: I baked sourdough bread", timestamp="2023-07-01")  # far: not on the line
+    r = Retriever(emb)
+    now, before = "What does Ana work as now, at the school?", "What did Ana work as before nurse?"
+    chain = ExtractiveReader(emb, ReaderConfig(abstain_threshold=0.05))
+    timed = ExtractiveReader(emb, ReaderConfig(abstain_threshold=0.05, time_order=True, time_margin=0.5))
+    # the older entry matches "now, at the school" best: the chain reader answers from it
+    assert (chain.answer(q(now), r.retrieve(bank, now)).answer, chain.answer(q(now), r.retrieve(bank, now)).cited) \
+        == ("teacher", (old,))
+    got = timed.answer(q(now), r.retrieve(bank, now))
+    assert (got.answer, got.cited) == ("nurse", (new,))
+    got = timed.answer(q(before), r.retrieve(bank, before))
+    assert (got.answer, got.cited) == ("teacher", (old,))  # the one before the version naming "nurse"
+    # a margin of 0 keeps only the best chain: the chain reader's answer again
+    strict = ExtractiveReader(emb, ReaderConfig(abstain_threshold=0.05, time_order=True, time_margin=0.0))
+    assert strict.answer(q(now), r.retrieve(bank, now)).answer == "teacher"
+    # merged chains read as before: the time line holds the chain, newest last
+    bank2, job = _bank()
+    cur = timed.answer(q("Ana now works as what, currently?"), r.retrieve(bank2, "Ana now works as what, currently?"))
+    assert (cur.answer, cur.cited) == ("nurse", (job,))
+    with pytest.raises(ValueError, match="time_margin"):
+        ReaderConfig(time_margin=-0.1)
+
+
 def test_reader_abstains_on_empty_or_unrelated_memory():
     emb = HashingEmbedder(dim=512)
     reader = ExtractiveReader(emb, ReaderConfig(abstain_threshold=0.3))

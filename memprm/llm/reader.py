@@ -44,8 +44,19 @@ class ReaderConfig:
     #: count only where the deletion test confirms them (:mod:`memprm.env.audit`). The extractive reader
     #: cites at most two, so the cap never binds it.
     max_citations: int = 3
+    #: extractive: read time, not only chains (issue 23's fair baseline). For current- and earlier-value
+    #: questions the reader orders by timestamp the best chain's versions together with every retrieved
+    #: version of another entry whose support is within ``time_margin`` of the best one (the same fact stored
+    #: as separate entries: raw turns, un-merged writes), then reads the newest, or the one before the value
+    #: the question names. Off: only the best chain is read (the chain-aware default).
+    time_order: bool = False
+    #: extractive, with ``time_order``: how far below the best support a version of another entry may score
+    #: and still count as stating the same fact.
+    time_margin: float = 0.1
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.time_margin <= 2.0:
+            raise ValueError(f"reader.time_margin must be in [0, 2], got {self.time_margin}")
         if self.kind not in ("extractive", "llm"):
             raise ValueError(f"reader.kind must be 'extractive' or 'llm', got {self.kind!r}")
         if not -1.0 <= self.abstain_threshold <= 1.0:
@@ -148,6 +159,13 @@ class ExtractiveReader:
          Mei?") and the answer is read from the newest version of the *other* entry, among those mentioning
          the name, whose version best matches the rewritten question (both entries are cited);
        - otherwise the best version.
+
+       With ``time_order`` (:attr:`ReaderConfig.time_order`) the current- and earlier-value rules read a
+       *time line* instead of the best chain alone: the best chain's versions plus every version of another
+       retrieved entry whose support is within ``time_margin`` of the best, sorted by timestamp (stable:
+       equal dates keep chain and retrieval order; versions without a timestamp stay out of it). The newest
+       version of the time line answers a current-value question, :func:`earlier_version` of it an
+       earlier-value one, and the entry of the version read is cited.
     4. *When* questions ("when", "what date", "which day", …) answer a date: an absolute date written in the
        version ("On 7 May 2023, …"), else the version's timestamp shifted by a relative expression in its
        text (:mod:`memprm.llm.relative_time`).
@@ -197,10 +215,24 @@ class ExtractiveReader:
         entry, version = cands[best][0], cands[best][2]
         cited = [entry.id]
         low = q.lower()
-        if _CURRENT.search(low):
+        current, previous = _CURRENT.search(low), _PREVIOUS.search(low)
+        line = (
+            time_line(cands, (1 - self.overlap_weight) * scores + self.overlap_weight * ov, best,
+                      self.cfg.time_margin)  # fmt: skip
+            if self.cfg.time_order and (current or previous)
+            else None
+        )
+        if line is not None and current:
+            entry, version = line[-1]
+            cited = [entry.id]
+        elif line is not None and previous and len(line) > 1:
+            version = earlier_version([v for _, v in line], q[previous.end() :])
+            entry = next(e for e, v in line if v is version)
+            cited = [entry.id]
+        elif current:
             version = entry.versions[-1]
-        elif _PREVIOUS.search(low) and len(entry.versions) > 1:
-            version = earlier_version(entry.versions, q[_PREVIOUS.search(low).end() :])
+        elif previous and len(entry.versions) > 1:
+            version = earlier_version(entry.versions, q[previous.end() :])
         elif bridge:
             clause_scores = vecs[1 : 1 + len(cands)] @ vecs[-1]  # [C]
             a = int(np.argmax(clause_scores))
@@ -238,6 +270,19 @@ def overlaps(question: str, contents: list[str]) -> np.ndarray:
     if not want:
         return np.ones(len(contents))
     return np.array([len(want & {_key(w) for w in _words(c)}) / len(want) for c in contents])
+
+
+def time_line(cands, support: np.ndarray, best: int, margin: float) -> list | None:
+    """The time line of step 3's ``time_order`` rule: ``(entry, version)`` pairs of the best chain and of every
+    other entry's version whose ``support`` [C] is ≥ the best's less ``margin``, in timestamp order (stable),
+    versions without a timestamp left out; None when no version on it has one."""
+    chain_id = cands[best][0].id
+    floor = float(support[best]) - margin
+    picked = [(e, v) for i, (e, _, v) in enumerate(cands) if e.id == chain_id or float(support[i]) >= floor]
+    dated = [(e, v) for e, v in picked if v.timestamp]
+    if not dated:
+        return None
+    return sorted(dated, key=lambda ev: datetime.fromisoformat(ev[1].timestamp))
 
 
 def earlier_version(versions, after: str):
