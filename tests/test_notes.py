@@ -115,6 +115,38 @@ def test_choose_threshold_by_hand():
     assert acc == 0.5 and t == NEVER
 
 
+def test_calibration_reads_the_banks_reader_calibrate_with_names(monkeypatch):
+    """``reader.calibrate_with``: the teacher's banks by default, the verbatim-only banks of the Noop manager
+    with ``verbatim`` (the same for every manager); the choice is logged and an unknown value is refused."""
+    from memprm.config import load_config
+    from memprm.data.synthetic import SyntheticConfig, generate_synthetic
+    from memprm.env.calibration import calibrate_abstention
+    from memprm.env.managers import noop_manager
+    from memprm.env.stack import build_stack
+    from memprm.stages import reader_calibration
+
+    data = generate_synthetic(SyntheticConfig(n_dialogues=3, n_train=1, n_dev=1, sessions_per_dialogue=2))
+    used = []
+
+    def spy(env, dialogues, manager):
+        used.append(manager)
+        return calibrate_abstention(env, dialogues, manager)
+
+    monkeypatch.setattr(reader_calibration, "calibrate_abstention", spy)
+    tiny = ["embedder.kind=hashing", "embedder.dim=256"]
+    cals = {}
+    for mode in ("teacher", "verbatim"):
+        cfg = load_config(None, [*tiny, f"reader.calibrate_with={mode}"])
+        stack = build_stack(cfg)
+        cals[mode] = reader_calibration.calibrate_reader(cfg, stack, data)
+        assert used[-1] is (stack.teacher if mode == "teacher" else noop_manager)
+        assert stack.env.reader.abstain_threshold == cals[mode].threshold
+    # the verbatim banks hold only raw turns: no managed entry, so fewer answers than the teacher's notes
+    assert cals["verbatim"].accuracy_never <= cals["teacher"].accuracy_never
+    with pytest.raises(ValueError, match="reader.calibrate_with must be 'teacher' or 'verbatim'"):
+        load_config(None, ["reader.calibrate_with=oracle"])
+
+
 def test_managers_writing_notes_get_more_flips_than_raw_copies():
     """A copy of a turn duplicates its verbatim entry, so deleting it never flips an answer; notes do."""
     from helpers.tools_loader import load_tool
@@ -147,7 +179,8 @@ def test_earlier_version_walks_back_over_restatements():
     assert earlier_version(chain[:2], "the trumpet?").content.endswith("trumpet")  # nothing before the first
 
 
-def test_policy_gap_tool_writes_its_table_and_json(tmp_path, capsys):
+@pytest.mark.parametrize("per_manager", [False, True], ids=["one-calibration", "per-manager-calibration"])
+def test_policy_gap_tool_writes_its_table_and_json(tmp_path, capsys, per_manager):
     import json
 
     from helpers.tools_loader import load_tool
@@ -155,7 +188,8 @@ def test_policy_gap_tool_writes_its_table_and_json(tmp_path, capsys):
     out = tmp_path / "gap.json"
     tiny = ["data.synthetic.n_dialogues=3", "data.synthetic.n_train=1", "data.synthetic.n_dev=1",
             "data.synthetic.sessions_per_dialogue=2", "embedder.kind=hashing", "embedder.dim=256"]  # fmt: skip
-    assert load_tool("policy_gap").main(["--json", str(out), *tiny]) == 0
+    flags = ["--per-manager-calibration", "reader.time_order=true"] if per_manager else []
+    assert load_tool("policy_gap").main(["--json", str(out), *flags, *tiny]) == 0
     got = json.loads(out.read_text())
     names = {"Noop-only", "Write-all (raw turns)", "heuristic teacher", "oracle (annotations)"}
     assert names | {f"random (seed {s})" for s in range(3)} == set(got["managers"])
@@ -165,7 +199,16 @@ def test_policy_gap_tool_writes_its_table_and_json(tmp_path, capsys):
     assert got["managers"]["oracle (annotations)"]["entries"] > 0  # it found the annotations in the dialogues
     # one test dialogue: the between-dialogue spread is unknown, so the interval is undefined, not invented
     assert all(math.isnan(r["ci95"][0]) and r["ci95_text"] == "–" for r in got["managers"].values())
-    assert "| heuristic teacher |" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "| heuristic teacher |" in printed and got["time_order"] is per_manager
+    if per_manager:  # each manager's own threshold, in the JSON and as a table column; none run-wide
+        assert got["abstain_threshold"] is None and got["calibration"].startswith("per manager")
+        assert all(-1.0 <= r["abstain_threshold"] <= 1.0 for r in got["managers"].values())
+        assert "| manager | accuracy | 95% CI | threshold |" in printed and "time-ordered" in printed
+    else:
+        assert got["calibration"] == "on the teacher banks" and isinstance(got["abstain_threshold"], float)
+        assert all("abstain_threshold" not in r for r in got["managers"].values())
+        assert "| manager | accuracy | 95% CI | " in printed and "chain-aware" in printed
 
 
 # ------------------------------------------------------------------------------------------------ leak guards

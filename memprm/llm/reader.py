@@ -37,6 +37,11 @@ class ReaderConfig:
     #: extractive: choose the threshold on the dev calibration half before any exam of a run
     #: (:mod:`memprm.env.calibration`; the value chosen is written to ``reader_calibration.json``).
     calibrate_abstention: bool = True
+    #: extractive: whose banks the calibration reads: ``teacher`` (the heuristic teacher's, the default) or
+    #: ``verbatim`` (the verbatim-only bank of the Noop manager, which every manager's bank contains, so no
+    #: manager is favoured by the threshold). ``tools/policy_gap.py --per-manager-calibration`` calibrates
+    #: for each manager on its own banks instead.
+    calibrate_with: str = "teacher"
     #: extractive: weight w of the word overlap in a version's support, (1 - w)·cosine + w·overlap (the starting
     #: value when ``calibrate_abstention`` is on; calibration chooses it among 0, 0.25, 0.5, 0.75).
     overlap_weight: float = 0.5
@@ -59,6 +64,8 @@ class ReaderConfig:
             raise ValueError(f"reader.time_margin must be in [0, 2], got {self.time_margin}")
         if self.kind not in ("extractive", "llm"):
             raise ValueError(f"reader.kind must be 'extractive' or 'llm', got {self.kind!r}")
+        if self.calibrate_with not in ("teacher", "verbatim"):
+            raise ValueError(f"reader.calibrate_with must be 'teacher' or 'verbatim', got {self.calibrate_with!r}")
         if not -1.0 <= self.abstain_threshold <= 1.0:
             raise ValueError(f"reader.abstain_threshold must be in [-1, 1], got {self.abstain_threshold}")
         if self.max_citations < 1:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from memprm.atomic import atomic_write_text
 from memprm.env.calibration import Calibration, calibrate_abstention
+from memprm.env.managers import noop_manager
 from memprm.env.stack import Stack
 from memprm.stages.markers import Markers, StageKey
 
@@ -15,8 +16,8 @@ log = logging.getLogger("memprm.stages")
 
 
 def calibrate_reader(cfg, stack: Stack, splits, run_dir: Path | None = None, key: StageKey | None = None):
-    """Choose the extractive reader's abstention threshold on the dev calibration half with the teacher
-    (:mod:`memprm.env.calibration`) and set it on ``stack``'s reader; written to ``reader_calibration.json``.
+    """Choose the extractive reader's abstention threshold on the dev calibration half with the teacher's
+    banks, or the verbatim-only banks (``reader.calibrate_with``; :mod:`memprm.env.calibration`) and set it on ``stack``'s reader; written to ``reader_calibration.json``.
     With ``key`` and a ``run_dir`` whose calibration marker holds its hash, the saved choice is applied
     instead. ``cfg``: a :class:`memprm.config.MemprmConfig`. Returns the :class:`Calibration`, or None when
     the reader is not calibrated (an LLM reader, or ``reader.calibrate_abstention`` off)."""
@@ -31,16 +32,18 @@ def calibrate_reader(cfg, stack: Stack, splits, run_dir: Path | None = None, key
             cal.threshold,
         )
     else:
-        cal = calibrate_abstention(stack.env, splits["dev_calibration"], stack.teacher)
+        manager = stack.teacher if cfg.reader.calibrate_with == "teacher" else noop_manager
+        cal = calibrate_abstention(stack.env, splits["dev_calibration"], manager)
         if path is not None:
             atomic_write_text(path, json.dumps(cal.as_dict(), indent=2))
         if markers is not None:
             markers.write(key)
     log.info(
-        "reader abstention threshold %.3f, overlap weight %s (dev calibration: %d questions, %d unanswerable; "
+        "reader abstention threshold %.3f, overlap weight %s (dev calibration on %s banks: %d questions, %d unanswerable; "
         "accuracy %.3f vs %.3f never abstaining)",
         cal.threshold,
         cal.overlap_weight,
+        cfg.reader.calibrate_with,
         cal.n_questions,
         cal.n_unanswerable,
         cal.accuracy,
