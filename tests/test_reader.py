@@ -32,6 +32,16 @@ def q(text: str) -> Question:
         ("last year I lived in Oslo", "2023-05-08", "the year before 8 May 2023"),
         ("I live in Oslo", "2023-05-08", "8 May 2023"),
         ("yesterday, or was it two days ago?", "2023-05-08", "7 May 2023"),  # first expression wins
+        # English date arithmetic beyond the generator's phrases
+        ("we talked about it last night", "2023-05-08", "7 May 2023"),
+        ("a couple of days ago I moved", "2023-05-08", "6 May 2023"),
+        ("12 days back I moved", "2023-05-08", "26 April 2023"),
+        ("two weeks back we met", "2023-05-08", "24 April 2023"),
+        ("a fortnight ago we met", "2023-05-08", "24 April 2023"),
+        ("three years ago I lived in Oslo", "2023-05-08", "2020"),
+        ("I painted it over the weekend", "2023-05-08", "6 May 2023"),
+        ("this past Friday was fun", "2023-05-08", "5 May 2023"),
+        ("this afternoon I baked bread", "2023-05-08", "8 May 2023"),
     ],
 )
 def test_relative_time_resolution(text, said, expected):

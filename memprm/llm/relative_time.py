@@ -3,12 +3,19 @@
 The offline reader answers "when" questions from a version's timestamp (its session date) and any relative
 expression in the version's text. Conventions (LoCoMo's annotation style):
 
-- ``today`` → the date; ``yesterday`` → −1 day; ``the day before yesterday`` → −2 days;
-- ``N days ago`` / ``N weeks ago`` (digits or one…ten; ``a`` = 1) → −N days / −7N days;
-- ``last <weekday>`` / ``on <weekday>`` (past tense talk) → the most recent such weekday strictly before;
-- ``last weekend`` → the most recent Saturday strictly before;
+- ``today`` / ``this morning`` / ``this afternoon`` / ``this evening`` / ``tonight`` / ``earlier today`` →
+  the date; ``yesterday`` / ``last night`` → −1 day; ``the day before yesterday`` → −2 days;
+- ``N days ago`` / ``N weeks ago`` / ``N days back`` / ``N weeks back`` (digits, one…twelve, ``a`` = 1,
+  ``a couple of`` = 2) → −N days / −7N days; ``a fortnight ago`` → −14 days;
+- ``N years ago`` → the year, ``N`` years before the date's;
+- ``last <weekday>`` / ``on <weekday>`` / ``this past <weekday>`` (past tense talk) → the most recent such
+  weekday strictly before;
+- ``last weekend`` / ``this past weekend`` / ``over the weekend`` → the most recent Saturday strictly before;
 - ``last week`` → the phrase "the week before <date>"; ``last month`` / ``last year`` → "the month/year
   before <date>" — LoCoMo's gold answers use exactly these phrasings.
+
+The rules are English date arithmetic, not a list of the synthetic generator's phrases: any count word, both
+"ago" and "back", every weekday.
 
 The first expression found (left to right) wins; with none, the date itself is the answer.
 """
@@ -34,15 +41,22 @@ _NUM = {
     "eight": 8,
     "nine": 9,
     "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a couple of": 2,
+    "a couple": 2,
+    "couple of": 2,
 }
-_NUM_RE = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten)"
+_NUM_RE = r"(\d+|a couple of|a couple|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _PATTERNS = [
     ("before_yesterday", re.compile(r"\bthe day before yesterday\b")),
-    ("yesterday", re.compile(r"\byesterday\b")),
-    ("today", re.compile(r"\b(?:today|this morning|tonight)\b")),
-    ("days_ago", re.compile(rf"\b{_NUM_RE} days? ago\b")),
-    ("weeks_ago", re.compile(rf"\b{_NUM_RE} weeks? ago\b")),
-    ("weekend", re.compile(r"\blast weekend\b")),
+    ("yesterday", re.compile(r"\b(?:yesterday|last night)\b")),
+    ("today", re.compile(r"\b(?:today|this morning|this afternoon|this evening|tonight)\b")),
+    ("days_ago", re.compile(rf"\b{_NUM_RE} days? (?:ago|back)\b")),
+    ("weeks_ago", re.compile(rf"\b{_NUM_RE} weeks? (?:ago|back)\b")),
+    ("fortnight", re.compile(r"\ba fortnight (?:ago|back)\b")),
+    ("years_ago", re.compile(rf"\b{_NUM_RE} years? (?:ago|back)\b")),
+    ("weekend", re.compile(r"\b(?:last|this past|over the) weekend\b")),
     (
         "weekday",
         re.compile(r"\b(?:last|on|this past) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"),
@@ -85,9 +99,13 @@ def _resolved(kind: str, m: re.Match, said_on: datetime) -> str:
         return format_date(said_on - timedelta(days=1))
     if kind == "today":
         return format_date(said_on)
-    if kind in ("days_ago", "weeks_ago"):
+    if kind in ("days_ago", "weeks_ago", "years_ago"):
         n = int(m.group(1)) if m.group(1).isdigit() else _NUM[m.group(1)]
+        if kind == "years_ago":
+            return str(said_on.year - n)
         return format_date(said_on - timedelta(days=n * (7 if kind == "weeks_ago" else 1)))
+    if kind == "fortnight":
+        return format_date(said_on - timedelta(days=14))
     if kind == "weekend":
         return format_date(_before_weekday(said_on, 5))
     if kind == "weekday":
