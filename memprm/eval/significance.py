@@ -7,19 +7,12 @@
   (:func:`scipy.stats.permutation_test` flipping the sign of whole units): exact over all 2^n sign flips for
   n ≤ 16 (or n_perm ≥ 2^n), else ``n_perm`` random flips from ``default_rng(seed)`` with p = (hits + 1) /
   (n_perm + 1). A flip counts as a hit when its mean is ≥ the observed one less 1e-12 (float ties).
-- ``clustered_interval(correct, questions)``: a dialogue-clustered confidence interval of an accuracy pooled
-  over dialogues (questions of one dialogue share its bank, so they are not independent). The pooled
-  accuracy p = Σc / Σn is a ratio estimator; its cluster-robust variance over k dialogues is
-  k/(k−1) · Σ (c_i − p·n_i)² / (Σn)², and the interval is p ± t_{k−1} · se, clipped to [0, 1] (Student's t
-  with k − 1 degrees of freedom: with 5 test dialogues t = 2.78, not 1.96). Undefined (NaN) for k < 2.
+- ``clustered_interval(correct, questions)``: a dialogue-clustered interval of a pooled accuracy.
 
 >>> sign_test([0.8, 0.7, 0.9, 0.6, 0.75], [0.7, 0.6, 0.8, 0.5, 0.7]).p_value
 0.03125
 >>> paired_permutation([2, 1], [1, 2]).p_value  # d = (1, -1): flip means 0, 1, -1, 0; 3 of 4 are >= 0
 0.75
->>> ci = clustered_interval([6, 2], [10, 10])  # p = 0.4, residuals ±2: se = sqrt(2 · 8 / 400) = 0.2
->>> round(ci.estimate, 6), round(ci.se, 6), round(ci.low, 6), round(ci.high, 6)  # t_1 = 12.706: clipped
-(0.4, 0.2, 0.0, 1.0)
 """
 
 from __future__ import annotations
@@ -60,10 +53,18 @@ class Interval:
 def clustered_interval(
     correct: Sequence[float], questions: Sequence[float], level: float = 0.95
 ) -> Interval:
-    """The ``level`` interval of Σcorrect / Σquestions clustered by unit (module docstring).
+    """The ``level`` interval of Σcorrect / Σquestions clustered by unit.
 
     ``correct`` [k], ``questions`` [k]: per cluster (dialogue), correct answers and questions scored. Units
-    with no question add nothing and are not counted as clusters."""
+    with no question add nothing and are not counted as clusters. The pooled accuracy p = Σc / Σn is a ratio
+    estimator; its cluster-robust variance over k clusters is k/(k−1) · Σ (c_i − p·n_i)² / (Σn)², and the
+    interval is p ± t_{k−1} · se, clipped to [0, 1] (Student's t with k − 1 degrees of freedom: with 5 test
+    dialogues t = 2.78, not 1.96). Undefined (NaN) for k < 2.
+
+    >>> ci = clustered_interval([6, 2], [10, 10])  # p = 0.4, residuals ±2: se = sqrt(2 · 8 / 400) = 0.2
+    >>> round(ci.estimate, 6), round(ci.se, 6), round(ci.low, 6), round(ci.high, 6)  # t_1 = 12.706: clipped
+    (0.4, 0.2, 0.0, 1.0)
+    """
     c, n = np.asarray(correct, dtype=np.float64), np.asarray(questions, dtype=np.float64)
     if c.shape != n.shape or c.ndim != 1:
         raise ValueError(f"clustered_interval: correct and questions must be 1-D of equal length, got {c.shape}, "

@@ -3,21 +3,16 @@
 The offline reader answers "when" questions from a version's timestamp (its session date) and any relative
 expression in the version's text. Conventions (LoCoMo's annotation style):
 
-- ``today`` / ``this morning`` / ``this afternoon`` / ``this evening`` / ``tonight`` / ``earlier today`` →
-  the date; ``yesterday`` / ``last night`` → −1 day; ``the day before yesterday`` → −2 days;
-- ``N days ago`` / ``N weeks ago`` / ``N days back`` / ``N weeks back`` (digits, one…twelve, ``a`` = 1,
-  ``a couple of`` = 2) → −N days / −7N days; ``a fortnight ago`` → −14 days;
-- ``N years ago`` → the year, ``N`` years before the date's;
-- ``last <weekday>`` / ``on <weekday>`` / ``this past <weekday>`` (past tense talk) → the most recent such
-  weekday strictly before;
-- ``last weekend`` / ``this past weekend`` / ``over the weekend`` → the most recent Saturday strictly before;
-- ``last week`` → the phrase "the week before <date>"; ``last month`` / ``last year`` → "the month/year
-  before <date>" — LoCoMo's gold answers use exactly these phrasings.
+- ``today`` / ``this morning|afternoon|evening`` / ``tonight`` / ``earlier today`` → the date;
+  ``yesterday`` / ``last night`` → −1 day; ``the day before yesterday`` → −2 days;
+- ``N days|weeks ago|back`` (digits, one…twelve, ``a`` = 1, ``a couple of`` = 2) → −N / −7N days;
+  ``a fortnight ago`` → −14 days; ``N years ago`` → the year N years before;
+- ``last|on|this past <weekday>`` → the most recent such weekday strictly before; ``last weekend`` /
+  ``this past weekend`` / ``over the weekend`` → the most recent Saturday strictly before;
+- ``last week|month|year`` → "the week/month/year before <date>" (LoCoMo's gold phrasing).
 
-The rules are English date arithmetic, not a list of the synthetic generator's phrases: any count word, both
-"ago" and "back", every weekday.
-
-The first expression found (left to right) wins; with none, the date itself is the answer.
+English date arithmetic, not the synthetic generator's phrase list. The first expression (left to right)
+wins; with none, the date itself is the answer.
 """
 
 from __future__ import annotations
