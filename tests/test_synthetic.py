@@ -449,7 +449,7 @@ def test_unanswerable_questions_ask_about_what_is_never_said(data):
 
 def test_split_sizes_and_dev_halves(data):
     assert {k: v[0] for k, v in data.sizes().items()} == {
-        "train": 4, "dev": 2, "dev_calibration": 2, "dev_selection": 2, "test": 5, "rl": 0,
+        "train": 4, "dev": 2, "dev_calibration": 2, "dev_selection": 2, "test": 10, "rl": 0,
     }  # fmt: skip
     for dev, cal, sel in zip(data["dev"], data["dev_calibration"], data["dev_selection"], strict=True):
         assert cal.sessions == dev.sessions == sel.sessions and cal.id == sel.id == dev.id
@@ -552,7 +552,7 @@ def test_degenerate_config_forms_only_unanswerable_questions(fillers, length):
         ({"min_filler_exchanges": -1}, "min_filler_exchanges"),
         ({"n_previous_value": -1}, "n_previous_value"),
         ({"n_rl": -1}, "n_rl"),
-        ({"n_train": 9, "n_dev": 3}, "n_train"),
+        ({"n_train": 14, "n_dev": 3}, "n_train"),
         ({"turns_per_session": 3}, "turns_per_session"),
         ({"min_gap_days": 5, "max_gap_days": 4}, "max_gap_days"),
         ({"events_per_session": 10}, "events_per_session"),
