@@ -55,6 +55,40 @@ def test_rule_writer_drops_small_talk_and_third_parties(text):
     assert notes(text) == ()
 
 
+PARAPHRASES = [  # English constructions no generator template uses (issue 23: roles read language)
+    ("I'm a nurse at the children's hospital.", ("Ana/job", "Ana's job: nurse")),
+    ("Sushi is my favourite food.", ("Ana/food", "Ana's favourite food: Sushi")),
+    ("The show I'm watching right now is Severance.", ("Ana/show", "Ana's show: Severance")),
+    ("I've been learning Spanish since June.", ("Ana/learning", "Ana's subject being learned: Spanish")),
+    ("I practise the cello every evening.", ("Ana/instrument", "Ana's instrument: cello")),
+    ("I switched my go-to drink from espresso to iced coffee.", ("Ana/drink", "Ana's go-to drink: iced coffee")),
+    ("You'd like my partner, Quinn, they're hilarious.", ("Ana/partner", "Ana's partner: Quinn")),
+    ("I have a new cat named Pixel.", ("Ana/cat", "Ana's cat: Pixel")),
+    ("My flat in Oslo is tiny but I love it.", ("Ana/city", "Ana's home city: Oslo")),  # where one's home is
+]
+
+
+@pytest.mark.parametrize("text, expected", PARAPHRASES)
+def test_rule_writer_reads_paraphrased_attributes(text, expected):
+    key, prefix = expected
+    profile = [n for n in notes(text) if n.layer == "profile"]
+    assert [n.key for n in profile] == [key] and profile[0].text.startswith(prefix + " (as of "), profile
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We bought a house in Denver.",  # a purchase, not a car, not a home city
+        "I'm a bit tired today.",  # a degree word, not a job
+        "My guess is that it rains.",  # "my guess is" names no attribute
+        "I sold my Kia Soul and bought a Jeep Wrangler!",  # a capitalized make is no attribute noun
+        "My sister Maya is a chef.",  # a relative's attribute
+    ],
+)
+def test_rule_writer_writes_no_profile_note_for_look_alikes(text):
+    assert [n for n in notes(text) if n.layer == "profile"] == []
+
+
 def test_first_person_resolution_and_no_copy_of_the_turn():
     assert resolve_first_person("I'm sure my dog likes me", "Ana") == "Ana is sure Ana's dog likes Ana"
     turn = "I adopted a kitten named Mochi two days ago, I'd totally do it again."

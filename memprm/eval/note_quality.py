@@ -4,8 +4,8 @@ Every turn of the given dialogues goes through the writer (with its session date
 one-to-one, greedily by score, to the facts annotated on the same turn:
 
 - a **profile fact** (an attribute ``key`` and a ``value``, e.g. the synthetic generator's ``job = nurse``)
-  is matched by a profile note of the same attribute (key ``<person>/<attribute>``) whose value (the text
-  between ``": "`` and ``" (as of"``) has token F1 ≥ ``threshold`` with the fact's value;
+  is matched by a profile note whose value (the text between ``": "`` and ``" (as of"``) has token F1 ≥
+  ``threshold`` with the fact's value (the writer names attributes its own way: the key is not compared);
 - any other fact (events; LoCoMo's ``observation`` items, which carry no key) is matched by a note of either
   layer whose whole text has token F1 ≥ ``threshold`` with the fact's text (stemmed tokens, articles and
   punctuation dropped: :func:`memprm.llm.text.answer_tokens`), dates included: a note dated wrongly loses the
@@ -49,7 +49,7 @@ def _profile_value(note: Note) -> str:
 def match_score(note: Note, fact: Fact) -> float:
     """How well ``note`` states ``fact`` (module docstring): value F1 for profile facts, text F1 otherwise."""
     if fact.value and fact.key and not fact.key.startswith("event"):
-        if note.layer != "profile" or note.key.split("/", 1)[-1] != fact.key:
+        if note.layer != "profile":
             return 0.0
         return token_f1(_profile_value(note), fact.value)
     return token_f1(note.text, fact.text)

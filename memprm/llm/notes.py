@@ -120,62 +120,83 @@ _END = (
 _VALUE = rf"(?P<v>[A-Za-z0-9][\w'’\-]*(?:\s+[A-Za-z0-9][\w'’\-]*){{0,3}}?){_END}"
 _ART = r"(?:an?\s+|the\s+)?"
 
-#: (attribute key, pattern): first-person constructions stating the speaker's own attribute value.
-PROFILE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+_I = r"(?:i|i'm|i am|i've been|i have been)"  # the speaker as the subject of a habitual activity
+_NAME = r"(?-i:(?P<v>[A-Z][\w'’\-]*(?:\s+(?:[A-Z][\w'’\-]*|\d+))*))"  # capitalized words, case-sensitive
+_ATTR = r"(?-i:(?P<a>(?:[a-z][\w\-]*\s+){0,2}?[a-z][\w\-]*))"  # the attribute noun phrase of "my <a> is …"
+
+#: (attribute key, pattern): first-person constructions of English that state the speaker's own attribute.
+#: A key of ``None`` takes the attribute from the pattern's ``a`` group (its last word is the key, the phrase
+#: as said names it in the note: "my go-to drink is kombucha" → key ``drink``, "go-to drink: kombucha").
+#: The verb rules map a habitual activity to the attribute English reads off its grammar ("play the X" is an
+#: instrument, "play X" a sport or game, "drive a X" a car, "I'm reading X" a book, "dating X" a partner).
+PROFILE_PATTERNS: tuple[tuple[str | None, re.Pattern[str]], ...] = tuple(
     (key, re.compile(rx, re.I))
     for key, rx in (
-        ("job", rf"\b(?:i work as|working as|job as|now i'm|shift as|being)\s+an?\s+{_VALUE}"),
-        (
-            "city",
-            rf"\b(?:i live in|living in|moved (?:from \w+ )?to|settled in|new place in|here in|being in)\s+{_VALUE}",
-        ),
-        ("dog", rf"\b(?:(?:my|a|new) dog (?:called|named|is called)|my dog)\s+{_VALUE}"),
-        ("food", rf"\b(?:favou?rite food is|nothing beats|favou?rite food, it would be)\s+{_VALUE}"),
-        ("food", r"\b(?P<v>(?:[A-Za-z][\w'’\-]*\s+)?[A-Za-z][\w'’\-]*)\s+is my (?:new )?favou?rite food"),
-        ("partner", rf"\b(?:partner is called|dating someone called|my partner,?|dating)\s+{_VALUE}"),
-        (
-            "car",
-            rf"\b(?:i drive|my car is|bought|car alert: i got|i got)\s+{_ART}{_VALUE}(?=\s+as my car|\s*[.!]?\s*$|,? it's)",
-        ),
-        ("car", rf"\b(?:i drive|my car is|bought)\s+{_ART}{_VALUE}"),
-        (
-            "instrument",
-            rf"\b(?:playing the|play the|instrument is the|learning the|practi[sc]ed the|it's the)\s+{_VALUE}",
-        ),
-        ("drink", rf"\b(?:go-to drink is|drink from \w+(?: \w+)? to|without my|sipping)\s+{_ART}{_VALUE}"),
-        ("book", rf"\b(?:i'm reading|reading right now is|my way through)\s+{_VALUE}"),
-        ("language", rf"\b(?:i'm learning|started learning|signed up for|project this year is)\s+{_VALUE}"),
-        ("language", r"\bmy (?P<v>[A-Z][a-z]+) is getting better"),
-        ("sport", rf"\b(?:i play|playing|joined an?|my sport is|had a great)\s+{_VALUE}"),
+        ("job", rf"\b(?:i work as|i'm working as|i am working as|working as|job as|career as|i'm employed as|"
+                rf"i became|i'm now|i am now|now i'm|i'm|i am|being)\s+an?\s+{_VALUE}"),  # fmt: skip
+        ("city", rf"\b(?:i live in|i'm living in|i am living in|living in|(?:i |we )?moved (?:from \w+ )?to|"
+                 rf"i relocated to|relocated to|i'm based in|based in|settled in|here in|being in|"
+                 rf"my (?:new )?(?:place|home|flat|apartment|house) in)\s+{_NAME}"),  # fmt: skip
+        (None, rf"\bmy\s+{_ATTR}\s+(?:is|was)\s+(?:called\s+|named\s+)?{_ART}{_VALUE}"),
+        (None, r"\b(?P<v>(?:[A-Za-z][\w'’\-]*\s+)?[A-Za-z][\w'’\-]*)\s+is my (?:new |current |absolute )?"
+               r"(?P<a>(?:favou?rite|go-to|usual)\s+[a-z]+)\b"),  # fmt: skip
+        (None, rf"\bmy\s+(?:new\s+)?(?-i:(?P<a>[a-z]+))\s*,?\s+(?:(?:is\s+)?(?:called|named)\s+)?{_NAME}"),
+        (None, rf"\b(?:i have|i've got|i own)\s+an?\s+(?:new\s+)?(?-i:(?P<a>[a-z]+))\s+(?:called|named)\s+{_NAME}"),
+        (None, rf"\bthe\s+(?-i:(?P<a>[a-z]+))\s+i(?:'m| am)\s+\w+ing(?:\s+(?:right\s+)?now)?\s+is\s+{_ART}{_VALUE}"),
+        (None, rf"\b(?:switched|changed)\s+my\s+{_ATTR}\s+from\s+.+?\s+to\s+{_ART}{_VALUE}"),
+        ("instrument", rf"\b{_I}\s+(?:(?:learning|starting)\s+to\s+)?(?:play(?:ing)?|practi[sc](?:e|ed|ing))\s+the\s+"
+                       rf"{_VALUE}"),  # fmt: skip
+        ("sport", rf"\b{_I}\s+play(?:ing)?\s+{_VALUE}"),
+        ("car", rf"\b(?:i drive|i'm driving|i am driving)\s+{_ART}{_VALUE}"),
+        ("book", rf"\b(?:i'm|i am)\s+(?:reading|re-reading)\s+{_VALUE}"),
+        ("learning", rf"\b(?:i'm|i am|i've been|i started|started)\s+(?:learning|studying)\s+{_VALUE}"),
+        ("partner", rf"\b(?:i'm|i am)\s+(?:dating|seeing|engaged to|married to)\s+(?:someone\s+(?:called|named)\s+)?"
+                    rf"{_NAME}"),  # fmt: skip
+        ("drink", rf"\b{_I}\s+(?:drink|drinking|sip|sipping)\s+{_ART}{_VALUE}"),
     )
 )
-#: how a profile note names its attribute (default: the key itself).
+#: how a profile note names its attribute when the pattern did not say it (default: the key itself).
 ATTRIBUTE_NAMES = {
     "city": "home city",
     "food": "favourite food",
     "drink": "go-to drink",
     "book": "current book",
+    "learning": "subject being learned",
 }
+#: English words that open a phrase but never name an attribute or its value ("my point is", "I'm a bit …").
+_NOT_ATTRIBUTE = frozenset(
+    "point guess bad plan idea problem question answer thing way day week weekend time life head mind bit lot "
+    "little huge big total real fan mess wreck sort kind type favourite favorite usual".split()
+)
 
 
 #: fact verbs too common to mark an event without a relative time expression ("I had no idea").
 _WEAK_VERBS = frozenset("had got did made took went tried read met left gave".split())
 
 
-def _profile_value(text: str) -> tuple[str, str] | None:
-    """The last (key, value) a first-person attribute pattern finds in ``text`` (see step 3)."""
-    best: tuple[int, str, str] | None = None
+def _profile_value(text: str) -> tuple[str, str, str] | None:
+    """The last (key, attribute name, value) a first-person attribute pattern finds in ``text`` (step 3)."""
+    best: tuple[int, str, str, str] | None = None
     for key, rx in PROFILE_PATTERNS:
         for m in rx.finditer(text):
             words = m.group("v").strip(" '’").split()
-            while words and words[0].lower() in _LEADING:
+            if words and words[0].lower() in _NOT_ATTRIBUTE:  # "I'm a bit tired", "my guess is …"
+                continue
+            while words and words[0].lower() in _LEADING | _NOT_ATTRIBUTE:
                 words.pop(0)
             value = " ".join(words)
-            if not value or value.lower() in _NOT_CONTENT:
+            if not value or value.lower() in _NOT_CONTENT or any(w.lower() in _NOT_ATTRIBUTE for w in words):
                 continue
+            if key is None:
+                phrase = m.group("a").lower().split()
+                if phrase[-1] in _NOT_CONTENT | _NOT_ATTRIBUTE or _THIRD_PARTY.search(f"my {phrase[-1]}"):
+                    continue
+                k, name = phrase[-1], " ".join(phrase)
+            else:
+                k, name = key, ATTRIBUTE_NAMES.get(key, key)
             if best is None or m.start("v") > best[0]:
-                best = (m.start("v"), key, value)
-    return None if best is None else (best[1], best[2])
+                best = (m.start("v"), k, name, value)
+    return None if best is None else best[1:]
 
 
 _PRONOUNS = (
@@ -236,12 +257,15 @@ class RuleNoteWriter:
        we, our …) and a content word outside a lexicon of discourse markers, sentiment and chit-chat words
        ("guess", "tell", "fun", "buzzing", "honestly" …). Statements whose subject is somebody else (my
        sister, my cousin, our neighbours …) describe a third party, not a speaker, and are dropped too.
-    3. *Profile facts, current-state form.* A kept clause that matches one of the attribute patterns of
-       :data:`PROFILE_PATTERNS` (first-person constructions such as "I work as a(n) X", "I moved to X", "my
-       dog called X", "X is my favourite food") becomes ``"<Speaker>'s <attribute>: <X> (as of <session
-       date>)"`` in the profile layer, key ``<Speaker>/<attribute>``. When a clause names an old and a new
-       value ("I quit being a nurse, and now I work as a teacher"), the last match in the turn wins: a change
-       is stated old-then-new.
+    3. *Profile facts, current-state form.* A kept clause that matches one of the English constructions of
+       :data:`PROFILE_PATTERNS` becomes ``"<Speaker>'s <attribute>: <X> (as of <session date>)"`` in the
+       profile layer, key ``<Speaker>/<attribute>``: a possessive copula ("my go-to drink is X", "X is my
+       favourite food"), a name in apposition ("my dog Milo", "a cat named X"), a cleft ("the book I'm reading
+       is X"), a change ("I switched my X from A to B"), an occupation ("I work as / I'm a(n) X"), a residence
+       ("I live in / moved to / my flat in <Name>") or a habitual activity ("I play the X" → instrument,
+       "I drive a X" → car, "I'm dating <Name>" → partner). The attribute is the phrase's own noun, so no
+       list of the data's attributes is needed. When a clause names an old and a new value ("I quit being a
+       nurse, and now I work as a teacher"), the last match in the turn wins: a change is stated old-then-new.
     4. *Events, dated.* Otherwise a kept clause with a past-tense fact verb or a relative time expression
        becomes an event note: the first relative expression ("yesterday", "last Friday", "two days ago", …;
        :mod:`memprm.llm.relative_time`) is cut out and resolved against the session date, first person is
@@ -266,7 +290,8 @@ class RuleNoteWriter:
                 continue
             profile = _profile_value(" , ".join(c for c in _clauses(sentence) if not _about_others(c)))
             if profile is not None:
-                note = profile_note(speaker, *profile, said_on)
+                key, name, value = profile
+                note = profile_note(speaker, key, value, said_on, name=name)
                 out = [n for n in out if n.key != note.key]  # the last statement of an attribute wins
                 out.append(note)
                 continue
@@ -295,11 +320,13 @@ class RuleNoteWriter:
         return Note("event", "", f"{lead}{body}.")
 
 
-def profile_note(speaker: str, attribute: str, value: str, said_on: datetime | None) -> Note:
+def profile_note(
+    speaker: str, attribute: str, value: str, said_on: datetime | None, *, name: str | None = None
+) -> Note:
     """The current-state form ``"Ana's job: nurse (as of 7 May 2023)"``, keyed ``"Ana/job"``: one key per
     (person, attribute), so a second Write of the same key is a contradictory copy that should have merged."""
     when = f" (as of {format_date(said_on)})" if said_on else ""
-    text = f"{speaker}'s {ATTRIBUTE_NAMES.get(attribute, attribute)}: {value}{when}"
+    text = f"{speaker}'s {name or ATTRIBUTE_NAMES.get(attribute, attribute)}: {value}{when}"
     return Note("profile", f"{speaker}/{attribute}", text)
 
 
