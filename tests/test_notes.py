@@ -122,18 +122,37 @@ def q(text):
     return Question("q1", text, "", "multi-hop")
 
 
-def test_reader_joins_two_facts_through_a_shared_name():
+@pytest.mark.parametrize(
+    "question, event",
+    [
+        ("What is the name of the partner of the person who organised a charity bake sale?",
+         "On 7 May 2023, Mei organised a charity bake sale."),
+        # other relative clauses, and the bridge name opening its sentence (no date lead)
+        ("Who is the partner of the woman who organised a charity bake sale?",
+         "Mei organised a charity bake sale."),
+        ("Which partner does someone who organised a charity bake sale have?",
+         "Mei organised a charity bake sale."),
+    ],
+)  # fmt: skip
+def test_reader_joins_two_facts_through_a_shared_name(question, event):
     emb = HashingEmbedder(dim=1024)
     bank = MemoryBank()
-    a = bank.write("event", "On 7 May 2023, Mei organised a charity bake sale.", timestamp="2023-05-08").entry_id
+    a = bank.write("event", event, timestamp="2023-05-08").entry_id
     b = bank.write("profile", "Mei's partner: Quinn (as of 1 May 2023)", timestamp="2023-05-01").entry_id
     bank.merge(b, "Mei's partner: Jamie (as of 8 May 2023)", timestamp="2023-05-08")
     bank.write("profile", "Kenji's partner: Riley (as of 1 May 2023)", timestamp="2023-05-01")
-    question = "What is the name of the partner of the person who organised a charity bake sale?"
     reader = ExtractiveReader(emb, ReaderConfig(abstain_threshold=0.0))
     ans = reader.answer(q(question), Retriever(emb).retrieve(bank, question))
     assert ans.answer == "Jamie" and ans.cited == (a, b)  # the bridge entry and the joined chain's newest value
     assert names_in("On 7 May 2023, Mei organised it") == {"Mei"}
+
+
+def test_names_come_from_capitalization_not_a_list_of_openers():
+    assert names_in("Guess what? Meet Quinn, my partner.") == {"Quinn"}  # openers are not names
+    assert names_in("Switched jobs! Plot twist: Ana is a chef now.") == {"Ana"}
+    assert names_in("Mei's partner: Quinn (as of 1 May 2023)") == {"Mei", "Quinn"}  # possessive, after a colon
+    assert names_in("Kenji: I went hiking on Friday in May.") == {"Kenji"}  # a speaker label; no calendar words
+    assert names_in("Riley baked bread.") == set() and names_in("Riley baked bread.", {"Riley"}) == {"Riley"}
 
 
 # ------------------------------------------------------------------------------------------------ calibration

@@ -116,26 +116,47 @@ def _numeric(word: str) -> bool:
     return any(c.isdigit() for c in word) or word.lower() in _NUMBER_WORDS
 
 
-_PREVIOUS = re.compile(r"\b(before|previously|used to|formerly|originally|prior to)\b")
-_BRIDGE = re.compile(r"\bthe (?:person|one) (?:who|whose|that)\b(?P<clause>[^?]*)")
+_PREVIOUS = re.compile(r"\b(before|previously|used to|formerly|former|originally|prior to|earlier|in the past|at first)\b")
+#: a relative clause about a person ("the person who …", "the woman whose …", "someone who …", "the one that …"):
+#: English relative pronouns, not one wording of a question generator.
+_BRIDGE = re.compile(
+    r"\b(?:(?:the|a|an)\s+(?:[a-z]+\s+){0,2}?(?:who|whose)|someone\s+(?:who|whose)|somebody\s+(?:who|whose)|"
+    r"the (?:person|one) that)\b(?P<clause>[^?]*)"
+)
 _ABS_DATE = re.compile(
     r"\b(?:the week before )?\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|"
     r"November|December) \d{4}\b"
 )
 _DATE_LEAD = re.compile(r"^(?:On|In) (?:the week before )?\d{1,2} [A-Z][a-z]+ \d{4},\s*")
 _AS_OF = re.compile(r"\s*\(as of [^)]*\)")
-_NOT_NAMES = frozenset(
-    "I I'm I've On In The A An It My So Oh And But We Our What When Where Who Which How Big Guess Honestly "
-    "Well Hey Hi Hello Meet New Still Switched Plot Right Being Another Had Took Last This That Did Not "
+_CALENDAR = frozenset(
     "January February March April May June July August September October November December "
     "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
 )
 _NAME = re.compile(r"\b[A-Z][a-z]+(?=\b)")
+_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|[\"“(]\s*)$")  # not ":" — "Mei's partner: Quinn" names Quinn
 
 
-def names_in(text: str) -> set[str]:
-    """Capitalized words of ``text`` that may name an entity (not months, weekdays or sentence openers)."""
-    return {w for w in _NAME.findall(text) if w not in _NOT_NAMES}
+def names_in(text: str, known: frozenset[str] | set[str] = frozenset()) -> set[str]:
+    """Capitalized words of ``text`` that may name an entity, read from capitalization alone.
+
+    Months and weekdays are not names. A word capitalized only because it opens a sentence ("Guess what",
+    "Meet Quinn") is a name only when it is possessive ("Mei's job"), a speaker label ("Mei: I ran …"),
+    appears capitalized mid-sentence too, or is in ``known`` (names found so in the surrounding texts).
+
+    >>> sorted(names_in("Guess what? Meet Quinn, Mei's partner. Quinn met Mei on Friday in May."))
+    ['Mei', 'Quinn']
+    """
+    found = [(m.group(0), m.start(), m.end()) for m in _NAME.finditer(text)]
+    opens = [bool(_SENTENCE_START.search(text[:start])) for _, start, _ in found]
+    inner = {w for (w, _, _), o in zip(found, opens, strict=True) if not o}
+    out = set()
+    for (w, _, end), o in zip(found, opens, strict=True):
+        labelled = text[end : end + 2] in ("'s", "’s") or text[end : end + 1] == ":"  # "Mei's", "Mei: …"
+        if w in _CALENDAR or (o and w not in inner and w not in known and not labelled):
+            continue
+        out.add(w)
+    return out
 
 
 class ExtractiveReader:
@@ -156,11 +177,12 @@ class ExtractiveReader:
 
        - *current value* ("now", "current", "still", "these days", "latest", …): the newest version of the
          best chain (a merged chain answers with its last value; a single turn is read as it is);
-       - *earlier value* ("before", "previously", "used to", "formerly", …): in the best chain, the version
+       - *earlier value* ("before", "previously", "used to", "formerly", "earlier", …): in the best chain, the version
          just before the one where the value named in the question's "before …" part started (restatements
          of it are walked back over), else the chain's second-to-last version; a one-version chain is read as
          it is;
-       - *two facts* ("… the person who / whose <clause> …"): the version that best matches the clause names
+       - *two facts* (a relative clause about a person: "… the person / woman / one who / whose <clause> …",
+         "someone who …"): the version that best matches the clause names
          the bridge entity (a capitalized name it mentions that the question does not); the question is
          rewritten with the name in place of the clause ("… of the person who ran a marathon?" → "… of
          Mei?") and the answer is read from the newest version of the *other* entry, among those mentioning
@@ -243,11 +265,12 @@ class ExtractiveReader:
         elif bridge:
             clause_scores = vecs[1 : 1 + len(cands)] @ vecs[-1]  # [C]
             a = int(np.argmax(clause_scores))
-            bridge_names = sorted(names_in(cands[a][2].content) - names_in(q))
+            known = set().union(*(names_in(v.content) for _, _, v in cands))  # names the context writes as names
+            bridge_names = sorted(names_in(cands[a][2].content, known) - names_in(q, known))
             joined = [
                 i
                 for i, (e, _, v) in enumerate(cands)
-                if e.id != cands[a][0].id and set(bridge_names) & names_in(v.content)
+                if e.id != cands[a][0].id and set(bridge_names) & names_in(v.content, known)
             ]
             if joined:
                 # the question with the clause replaced by the bridge name: "... of the person who X?" → "... of Mei?"
