@@ -14,7 +14,7 @@ TINY = [
     "data.synthetic.n_dialogues=3", "data.synthetic.n_train=1", "data.synthetic.n_dev=1",
     "data.synthetic.sessions_per_dialogue=2", "data.synthetic.turns_per_session=8",
     "embedder.kind=hashing", "embedder.dim=128", "sft.steps=20", "grpo.max_steps=2",
-    "rollout.group_size=2", "dev_selection.every_n_steps=1",
+    "rollout.group_size=2", "dev_selection.every_n_steps=1", "grpo.temperature=4",
 ]  # fmt: skip
 
 
