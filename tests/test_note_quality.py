@@ -1,4 +1,4 @@
-"""Note writer precision / recall against fact annotations (memprm.eval.note_quality, tools/note_quality.py)."""
+"""Note writer precision / recall against fact annotations (memprm.llm.note_quality, tools/note_quality.py)."""
 
 import json
 from datetime import datetime
@@ -6,7 +6,7 @@ from datetime import datetime
 import pytest
 
 from memprm.data.records import Dialogue, Fact, Session, Turn
-from memprm.eval.note_quality import match_score, match_turn, note_quality, token_f1
+from memprm.llm.note_quality import match_score, match_turn, note_quality, token_f1
 from memprm.llm.notes import Note
 
 pytestmark = pytest.mark.timeout(300)

@@ -4,7 +4,7 @@
                                  [--threshold 0.5] [--json OUT] [key=value ...]
 
 Runs the configured note writer (``notes.kind``; the offline rule writer by default) over every turn of the
-split and matches its notes to the turns' fact annotations (:mod:`memprm.eval.note_quality`). Prints turns,
+split and matches its notes to the turns' fact annotations (:mod:`memprm.llm.note_quality`). Prints turns,
 notes, facts, precision, recall and recall per fact kind, then a few turns with a missed fact or an
 unmatched note. LoCoMo D1–D4 is ``--config configs/locomo.yaml --split train``.
 """
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from memprm.config import load_config  # noqa: E402
 from memprm.data.source import load_source  # noqa: E402
 from memprm.env.stack import build_note_writer  # noqa: E402
-from memprm.eval.note_quality import note_quality  # noqa: E402
+from memprm.llm.note_quality import note_quality  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> dict:
