@@ -8,6 +8,7 @@ from datetime import date, datetime, time, timedelta
 
 from memprm.data.records import DataSplits, Dialogue, Fact, LoadReport, Question, Session, Turn
 from memprm.data.synthetic.generator_config import CATEGORIES, SyntheticConfig
+from memprm.data.synthetic.phrasing import phrasing_tables
 from memprm.data.synthetic.questions import Draft, draft_questions, round_robin
 from memprm.data.synthetic.sessions import Renderer
 from memprm.data.synthetic.storyline import (
@@ -49,10 +50,11 @@ def _generate(cfg: SyntheticConfig, index: int) -> tuple[Dialogue, list[_Note]]:
         if s:
             day += timedelta(days=rng.randint(cfg.min_gap_days, cfg.max_gap_days))
         days.append(day)
+    phrasing = phrasing_tables(cfg.phrasing)
     serials: list[int] = []
-    events = plan_events(cfg, rng, serials)
-    chains, unused_values = plan_profile(cfg, rng, serials)
-    renderer = Renderer(cfg, rng, people, events, chains, unused_values)
+    events = plan_events(cfg, rng, serials, phrasing)
+    chains, unused_values = plan_profile(cfg, rng, serials, phrasing)
+    renderer = Renderer(cfg, rng, people, events, chains, unused_values, phrasing)
 
     notes: list[_Note] = []
     sessions, turn_of = [], {}
@@ -78,7 +80,7 @@ def _generate(cfg: SyntheticConfig, index: int) -> tuple[Dialogue, list[_Note]]:
     assert len(turn_of) == len(serials), "every planned fact must be told in exactly one turn"
 
     text = "\n".join(t.text for sess in sessions for t in sess.turns)
-    candidates = draft_questions(rng, people, events, chains, text, days)
+    candidates = draft_questions(rng, people, events, chains, text, days, phrasing)
     drafts: list[Draft] = []
     for category, n in cfg.questions_requested.items():
         picked = round_robin(rng, candidates[category], n)
@@ -133,6 +135,7 @@ def generate_synthetic(cfg: SyntheticConfig) -> DataSplits:
     """All dialogues, split LoCoMo-style: train, dev, dev_calibration, dev_selection, test; plus ``rl``
     (``cfg.n_rl`` dialogues after the test ones, empty by default: GRPO's unlabelled episodes)."""
     path = f"generated: seed={cfg.seed}, n_dialogues={cfg.n_dialogues}" + (f", n_rl={cfg.n_rl}" if cfg.n_rl else "")
+    path += f", phrasing={cfg.phrasing}" if cfg.phrasing != "standard" else ""
     report = LoadReport(source=SOURCE, path=path)
     dialogues = []
     for i in range(cfg.n_dialogues + cfg.n_rl):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from memprm.data.synthetic.attributes import ATTRIBUTES
-from memprm.data.synthetic.vocabulary import ACTIVITIES
+from memprm.data.synthetic.phrasing import PHRASING_NAMES, phrasing_tables
 
 CATEGORIES = ("single-hop", "multi-hop", "temporal", "knowledge-update", "previous-value", "unanswerable")
 
@@ -75,8 +74,18 @@ class SyntheticConfig:
     """Requested previous-value questions per dialogue."""
     n_unanswerable: int = 9
     """Requested unanswerable questions per dialogue."""
+    phrasing: str = "standard"
+    """The family of sentences the dialogues and questions are worded in: ``standard``, which the offline roles
+    (rule note writer, extractive reader) were partly written against, or ``heldout``, the same dialogues
+    (plan, turn ids, facts, questions' answers and evidence) said in sentences nobody writing the roles has
+    seen, so results on it do not flatter them (``data.synthetic.phrasing=heldout``)."""
 
     def __post_init__(self) -> None:
+        if self.phrasing not in PHRASING_NAMES:
+            raise ValueError(
+                f"SyntheticConfig.phrasing must be one of {PHRASING_NAMES} ('standard': the sentences the "
+                f"offline roles were written against; 'heldout': new sentences), got {self.phrasing!r}"
+            )
         for f in fields(self):  # f.type is the annotation's text ("int"): annotations are postponed
             value = getattr(self, f.name)
             if f.type in ("int", "float") and (isinstance(value, bool) or not isinstance(value, int | float)):
@@ -125,18 +134,20 @@ class SyntheticConfig:
                 f"SyntheticConfig.max_gap_days ({self.max_gap_days}) is below "
                 f"min_gap_days ({self.min_gap_days})"
             )
+        tables = phrasing_tables(self.phrasing)
         n_events = self.events_per_session * self.sessions_per_dialogue
-        if n_events > len(ACTIVITIES):
+        if n_events > len(tables.activities):
             raise ValueError(
                 f"SyntheticConfig: events_per_session x sessions_per_dialogue = {n_events} events, but only "
-                f"{len(ACTIVITIES)} distinct activities exist"
+                f"{len(tables.activities)} distinct activities exist"
             )
-        if self.profile_attributes > 2 * len(ATTRIBUTES):
+        n_types = len(tables.attributes)
+        if self.profile_attributes > 2 * n_types:
             raise ValueError(
-                f"SyntheticConfig.profile_attributes must be <= {2 * len(ATTRIBUTES)} (2 speakers x "
-                f"{len(ATTRIBUTES)} attribute types), got {self.profile_attributes}"
+                f"SyntheticConfig.profile_attributes must be <= {2 * n_types} (2 speakers x "
+                f"{n_types} attribute types), got {self.profile_attributes}"
             )
-        fewest = min(len(a.values) for a in ATTRIBUTES)
+        fewest = min(len(a.values) for a in tables.attributes)
         if 2 * (1 + self.max_overturns) > fewest:
             raise ValueError(
                 f"SyntheticConfig.max_overturns must be <= {fewest // 2 - 1}: two speakers' chains must draw "

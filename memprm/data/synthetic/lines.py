@@ -117,3 +117,4 @@ CLOSING_TAILS = ("Bye!", "See you!", "Take care!")
 
 UNANSWERABLE_ANSWER = "Not mentioned in the conversation"
 TEMPORAL_ASK = ("When did {who} {base}?",)
+EVENT_IDENT = "the person who {past}"  # multi-hop subject: {past} is the event's third-person phrase

@@ -7,11 +7,8 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from memprm.data.synthetic.attributes import ATTRIBUTES
-from memprm.data.synthetic.lines import (
-    TEMPORAL_ASK,
-    UNANSWERABLE_ANSWER,
-)
+from memprm.data.synthetic.lines import UNANSWERABLE_ANSWER
+from memprm.data.synthetic.phrasing import Phrasing
 from memprm.data.synthetic.storyline import (
     Event,
     Mention,
@@ -19,7 +16,6 @@ from memprm.data.synthetic.storyline import (
     resolve_relative_time,
 )
 from memprm.data.synthetic.vocabulary import (
-    ACTIVITIES,
     Person,
 )
 
@@ -59,8 +55,9 @@ def draft_questions(
     chains: list[list[Mention]],
     dialogue_text: str,
     session_days: list[date],
+    phrasing: Phrasing,
 ) -> dict[str, list[list[Draft]]]:
-    """Candidate questions per category, grouped by sub-kind."""
+    """Candidate questions per category, grouped by sub-kind, in the words of ``phrasing``."""
 
     def ask(templates: tuple[str, ...], who: str, **slots: str) -> str:
         return rng.choice(templates).format(who=who, **slots)
@@ -97,7 +94,8 @@ def draft_questions(
         # multi-hop joins only facts told in different sessions: one session window never holds both
         for e in events:
             if e.owner == owner and e.session != now.session:
-                who = f"the person who {e.activity.past.format(poss=people[owner].poss, d=e.detail)}"
+                past = e.activity.spoken.format(poss=people[owner].poss, d=e.detail)
+                who = phrasing.event_ident.format(past=past)
                 multi_event.append(Draft("multi-hop", ask(a.ask, who), now.value, (e.serial, now.serial)))
         for other in chains:
             if other is not chain and other[0].owner == owner and current(other).session != now.session:
@@ -108,7 +106,9 @@ def draft_questions(
         person = people[e.owner]
         base = e.activity.base.format(poss=person.poss)
         answer = resolve_relative_time(e.when, session_days[e.session - 1])
-        temporal.append(Draft("temporal", ask(TEMPORAL_ASK, person.name, base=base), answer, (e.serial,)))
+        temporal.append(
+            Draft("temporal", ask(phrasing.temporal_ask, person.name, base=base), answer, (e.serial,))
+        )
         if e.detail:
             text = e.activity.ask_detail.format(who=person.name, poss=person.poss)
             single_detail.append(Draft("single-hop", text, e.detail, (e.serial,)))
@@ -116,14 +116,14 @@ def draft_questions(
     used_types = {c[0].attribute.key for c in chains}
     used_activities = {e.activity.key for e in events}
     never_attr, never_activity = [], []
-    for a in ATTRIBUTES:
+    for a in phrasing.attributes:
         if a.key not in used_types and not _mentions_any(dialogue_text, [*a.keywords, *a.values]):
             who = rng.choice(people).name
             never_attr.append(Draft("unanswerable", ask(a.ask, who), UNANSWERABLE_ANSWER, (), True))
-    for act in ACTIVITIES:
+    for act in phrasing.activities:
         if act.key not in used_activities and not _mentions_any(dialogue_text, act.keywords):
             person = rng.choice(people)
-            text = ask(TEMPORAL_ASK, person.name, base=act.base.format(poss=person.poss))
+            text = ask(phrasing.temporal_ask, person.name, base=act.base.format(poss=person.poss))
             never_activity.append(Draft("unanswerable", text, UNANSWERABLE_ANSWER, (), True))
     return {
         "single-hop": [single_attr, single_detail],

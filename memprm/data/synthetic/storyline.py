@@ -8,12 +8,10 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from memprm.data.dates import format_date
-from memprm.data.synthetic.attributes import ATTRIBUTES
 from memprm.data.synthetic.generator_config import SyntheticConfig
+from memprm.data.synthetic.phrasing import Phrasing
 from memprm.data.synthetic.vocabulary import (
-    ACTIVITIES,
     MONTHS,
-    RELATIVE_TIMES,
     Activity,
     Attribute,
     RelativeTime,
@@ -81,27 +79,36 @@ def article(noun: str) -> str:
     return f"{'an' if vowel_sound else 'a'} {noun}"
 
 
-def plan_events(cfg: SyntheticConfig, rng: random.Random, serials: list[int]) -> list[Event]:
+def plan_events(
+    cfg: SyntheticConfig, rng: random.Random, serials: list[int], phrasing: Phrasing
+) -> list[Event]:
     n = cfg.events_per_session * cfg.sessions_per_dialogue
-    activities = rng.sample(ACTIVITIES, n)
+    activities = rng.sample(phrasing.activities, n)
     events = []
     for i, activity in enumerate(activities):
         session = i // cfg.events_per_session + 1
         detail = rng.choice(activity.details) if activity.details else ""
         events.append(
-            Event(len(serials), rng.randint(0, 1), session, activity, detail, rng.choice(RELATIVE_TIMES))
+            Event(
+                len(serials),
+                rng.randint(0, 1),
+                session,
+                activity,
+                detail,
+                rng.choice(phrasing.relative_times),
+            )
         )
         serials.append(len(serials))
     return events
 
 
 def plan_profile(
-    cfg: SyntheticConfig, rng: random.Random, serials: list[int]
+    cfg: SyntheticConfig, rng: random.Random, serials: list[int], phrasing: Phrasing
 ) -> tuple[list[list[Mention]], dict[str, list[str]]]:
     """Version chains (one list of mentions per (speaker, attribute), in session order) and unused values."""
-    slots = [(owner, a) for owner in (0, 1) for a in ATTRIBUTES]
+    slots = [(owner, a) for owner in (0, 1) for a in phrasing.attributes]
     chosen = rng.sample(slots, cfg.profile_attributes)
-    pools = {a.key: rng.sample(a.values, len(a.values)) for a in ATTRIBUTES}
+    pools = {a.key: rng.sample(a.values, len(a.values)) for a in phrasing.attributes}
     n_sessions = cfg.sessions_per_dialogue
     chains = []
     for owner, attribute in chosen:

@@ -59,12 +59,21 @@ class Activity:
     """A datable event a speaker tells about ("ran a half marathon")."""
 
     key: str
-    past: str  # past-tense verb phrase, same in first and third person; may hold {poss} and {d}
+    past: str  # past-tense verb phrase, same in first and third person; may hold {poss} and {d}; words the
+    # fact annotation, and turns and questions unless ``said`` is set
     base: str  # infinitive phrase for "When did {who} ...?"
     keywords: tuple[str, ...]  # distinctive words of ``base``; see ``Attribute.keywords``
     topic: str  # noun phrase for topical distractors ("pottery")
     details: tuple[str, ...] = ()  # values of {d}; empty when ``past`` has no detail
     ask_detail: str = ""  # single-hop question whose answer is the detail
+    #: The past-tense phrase said in turns and questions when it differs from ``past``, which then only
+    #: words the canonical fact annotation (the held-out family); same slots as ``past``. Empty: ``past``.
+    said: str = ""
+
+    @property
+    def spoken(self) -> str:
+        """The past-tense phrase of turns and questions: ``said``, or ``past`` when there is none."""
+        return self.said or self.past
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,96 @@
+"""Phrasing families: every table of surface text the generator says, selected by ``SyntheticConfig.phrasing``.
+
+``standard`` is the family the offline roles (rule note writer, extractive reader) were partly written
+against; ``heldout`` says the same things in sentences nobody writing the roles has seen, so results on it
+do not flatter them. Both families have tables of the same lengths, so every random draw is the same: a
+held-out dialogue is a line-by-line paraphrase of the standard one of the same (config, index), with the
+same plan, turn ids, fact annotations, questions' answers and evidence. Only the surface text differs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memprm.data.synthetic import heldout_lines as hl
+from memprm.data.synthetic import lines as sl
+from memprm.data.synthetic.attributes import ATTRIBUTES
+from memprm.data.synthetic.heldout_attributes import HELDOUT_ATTRIBUTES
+from memprm.data.synthetic.heldout_vocabulary import HELDOUT_ACTIVITIES, HELDOUT_RELATIVE_TIMES
+from memprm.data.synthetic.vocabulary import ACTIVITIES, RELATIVE_TIMES, Activity, Attribute, RelativeTime
+
+
+@dataclass(frozen=True)
+class Phrasing:
+    """All surface-text tables of one family (what each holds: ``lines.py`` and ``vocabulary.py``)."""
+
+    name: str
+    attributes: tuple[Attribute, ...]  # profile attributes with their statement and question templates
+    activities: tuple[Activity, ...]  # datable events: surface phrase, question phrase, detail question
+    relative_times: tuple[RelativeTime, ...]  # the words an event's date is told with
+    event_tells: tuple[str, ...]  # a first-person event turn: {past}, {rel}/{Rel}, maybe {comment}
+    comments: tuple[str, ...]  # remarks inside an event turn ({comment} / {Comment})
+    greetings: tuple[str, ...]  # a session's first turn ({other})
+    greeting_replies: tuple[str, ...]  # its second turn ({other})
+    prompts: tuple[str, ...]  # the listener hands the turn back before a fact ({other})
+    reactions: dict[str, tuple[str, ...]]  # the listener's reply to an event / state / change / restate
+    small_talk: tuple[tuple[str, str], ...]  # plain two-turn distractor exchanges
+    topical: tuple[tuple[str, str], ...]  # two-turn distractors about an event's topic ({topic})
+    near_miss_replies: tuple[str, ...]  # replies to a passing mention of a value nobody holds
+    third_party_replies: tuple[str, ...]  # replies to a third party's statement
+    closings: tuple[tuple[str, str], ...]  # a session's last exchange ({other})
+    closing_tails: tuple[str, ...]  # one more closing turn when the session has an odd length
+    temporal_ask: tuple[str, ...]  # temporal and unanswerable-activity questions ({who}, {base})
+    event_ident: str  # multi-hop subject naming an event's owner ({past}: the third-person phrase)
+
+
+STANDARD = Phrasing(
+    name="standard",
+    attributes=ATTRIBUTES,
+    activities=ACTIVITIES,
+    relative_times=RELATIVE_TIMES,
+    event_tells=sl.EVENT_TELLS,
+    comments=sl.COMMENTS,
+    greetings=sl.GREETINGS,
+    greeting_replies=sl.GREETING_REPLIES,
+    prompts=sl.PROMPTS,
+    reactions=sl.REACTIONS,
+    small_talk=sl.SMALL_TALK,
+    topical=sl.TOPICAL,
+    near_miss_replies=sl.NEAR_MISS_REPLIES,
+    third_party_replies=sl.THIRD_PARTY_REPLIES,
+    closings=sl.CLOSINGS,
+    closing_tails=sl.CLOSING_TAILS,
+    temporal_ask=sl.TEMPORAL_ASK,
+    event_ident=sl.EVENT_IDENT,
+)
+
+HELDOUT = Phrasing(
+    name="heldout",
+    attributes=HELDOUT_ATTRIBUTES,
+    activities=HELDOUT_ACTIVITIES,
+    relative_times=HELDOUT_RELATIVE_TIMES,
+    event_tells=hl.EVENT_TELLS,
+    comments=hl.COMMENTS,
+    greetings=hl.GREETINGS,
+    greeting_replies=hl.GREETING_REPLIES,
+    prompts=hl.PROMPTS,
+    reactions=hl.REACTIONS,
+    small_talk=hl.SMALL_TALK,
+    topical=hl.TOPICAL,
+    near_miss_replies=hl.NEAR_MISS_REPLIES,
+    third_party_replies=hl.THIRD_PARTY_REPLIES,
+    closings=hl.CLOSINGS,
+    closing_tails=hl.CLOSING_TAILS,
+    temporal_ask=hl.TEMPORAL_ASK,
+    event_ident=hl.EVENT_IDENT,
+)
+
+PHRASINGS: dict[str, Phrasing] = {p.name: p for p in (STANDARD, HELDOUT)}
+PHRASING_NAMES: tuple[str, ...] = tuple(PHRASINGS)
+
+
+def phrasing_tables(name: str) -> Phrasing:
+    """The family called ``name`` (one of :data:`PHRASING_NAMES`)."""
+    if name not in PHRASINGS:
+        raise ValueError(f"unknown phrasing {name!r}; phrasings are {PHRASING_NAMES}")
+    return PHRASINGS[name]
