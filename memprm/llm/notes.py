@@ -172,24 +172,6 @@ _NOT_ATTRIBUTE = frozenset(
 
 #: fact verbs too common to mark an event without a relative time expression ("I had no idea").
 _WEAK_VERBS = frozenset("had got did made took went tried read met left gave".split())
-#: English irregular past tenses (regular ones end in "-ed").
-_IRREGULAR_PAST = (
-    "went took made got saw ran won began bought brought built caught chose drew drove ate fell found flew "
-    "forgot gave grew heard held kept led left lost met paid put quit read rode rang sang sat sold sent shot "
-    "slept spent spoke stood swam taught threw woke wore wrote became broke came did had"
-).split()
-#: the speaker as the subject of a past-tense verb ("I finally finished …", "we moved …"): a told event.
-_SUBJECT_PAST = re.compile(
-    r"\b(?:i|we)\s+(?:(?:just|finally|recently|also|actually|already|even|\w+ly)\s+)?(?P<verb>[a-z]+ed|"
-    + "|".join(_IRREGULAR_PAST)
-    + r")\b",
-    re.I,
-)
-#: past forms that state a feeling, an opinion or a habit, not an event ("I used to", "I felt", "I had no …").
-_NOT_EVENT_PAST = frozenset(
-    "had did got used thought felt knew said told need needed tired excited interested bored stressed worried "
-    "scared pleased amazed obsessed wondered guessed hoped wished wanted liked".split()
-)
 
 
 def _profile_value(text: str) -> tuple[str, str, str] | None:
@@ -284,9 +266,7 @@ class RuleNoteWriter:
        "I drive a X" → car, "I'm dating <Name>" → partner). The attribute is the phrase's own noun, so no
        list of the data's attributes is needed. When a clause names an old and a new value ("I quit being a
        nurse, and now I work as a teacher"), the last match in the turn wins: a change is stated old-then-new.
-    4. *Events, dated.* Otherwise a kept clause with a past-tense verb whose subject is the speaker ("I
-       finally finished …", "we moved …"; not a feeling or habit: "I felt", "I used to"), a fact verb, or a
-       relative time expression
+    4. *Events, dated.* Otherwise a kept clause with a past-tense fact verb or a relative time expression
        becomes an event note: the first relative expression ("yesterday", "last Friday", "two days ago", …;
        :mod:`memprm.llm.relative_time`) is cut out and resolved against the session date, first person is
        resolved to the speaker's name ("I" → "Ana", "my" → "Ana's", "I'm" → "Ana is"), and the date leads:
@@ -326,10 +306,7 @@ class RuleNoteWriter:
         words = [w.lower() for w in _WORD.findall(text)]
         verbs = [w for w in words if w in _FACT_VERBS]
         hit = find_relative(text, said_on) if said_on else None
-        told = any(
-            m.group("verb").lower() not in _NOT_EVENT_PAST | _NOT_CONTENT for m in _SUBJECT_PAST.finditer(text)
-        )
-        if hit is None and not told and not any(v not in _WEAK_VERBS for v in verbs):
+        if hit is None and not any(v not in _WEAK_VERBS for v in verbs):
             return None
         lead = ""
         if hit is not None:
