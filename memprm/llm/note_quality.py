@@ -17,27 +17,12 @@ matched facts / facts annotated. Only as good as the annotations: LoCoMo's obser
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from memprm.data.records import Dialogue, Fact
+from memprm.llm.judge import token_f1
 from memprm.llm.notes import Note, NoteWriter
-from memprm.llm.text import answer_tokens
-
-
-def token_f1(a: str, b: str) -> float:
-    """Multiset F1 of the stemmed tokens of ``a`` and ``b`` (0 when either has none).
-
-    >>> token_f1("Ana's job: nurse", "nurse"), round(token_f1("Milo keeps me busy", "Milo"), 2)
-    (0.5, 0.4)
-    """
-    ta, tb = answer_tokens(a), answer_tokens(b)
-    common = sum((Counter(ta) & Counter(tb)).values())
-    if not common:
-        return 0.0
-    p, r = common / len(ta), common / len(tb)
-    return 2 * p * r / (p + r)
 
 
 def _profile_value(note: Note) -> str:
