@@ -10,7 +10,7 @@ Per-dialogue counts give the dialogue-clustered 95% interval of the accuracy (:m
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memprm.data.records import Dialogue
@@ -84,18 +84,15 @@ def evaluate_manager(
     (:func:`memprm.env.audit.audit_exam`) and counts flipped / tested entries. ``on_dialogue`` is called with
     each dialogue's :class:`DialogueEval` (``fit``'s test stage writes the audit trail with it)."""
     cache = ReaderCache(env.reader, env.judge)
-    correct: dict[str, list[bool]] = defaultdict(list)
-    per_dialogue, tokens, sizes = {}, [], []
-    per_questions: dict[str, int] = {}
-    per_correct: dict[str, int] = {}
-    flips = tested = failed = 0
+    exams: list[tuple[str, ExamResult]] = []
+    sizes = []
+    flips = tested = 0
     guard = FailureGuard()
     bar = progress_bar(dialogues, desc=desc, unit="dialogue", enabled=progress)
     for d in bar:
         bank = MemoryBank()
         plays = tuple(env.play_window(d, s.index, bank, manager) for s in d.sessions)
-        quiz = Quiz(tuple(QuizItem(q, 1.0, "official") for q in d.questions))
-        exam = run_exam(bank, quiz, env.reader, env.judge, env.retriever, cache)
+        exam = run_exam(bank, official_quiz(d), env.reader, env.judge, env.retriever, cache)
         audited = audit_exam(bank, exam, env.reader, env.judge, env.retriever, cache) if audit else None
         if audited is not None:
             tested += len({r.entry_id for r in audited.records if r.flips is not None})
@@ -107,15 +104,38 @@ def evaluate_manager(
         except Exception:
             bar.close()  # the bar's last line before the error's
             raise
+        exams.append((d.id, exam))
+        sizes.append(bank.stats(MANAGED_LAYERS))
+    return summarize_exams(exams, sizes, flips=flips, tested=tested)
+
+
+def official_quiz(dialogue: Dialogue) -> Quiz:
+    """Every official question of ``dialogue``, each weighing 1 (the test protocol's exam)."""
+    return Quiz(tuple(QuizItem(q, 1.0, "official") for q in dialogue.questions))
+
+
+def summarize_exams(
+    exams: Sequence[tuple[str, ExamResult]],
+    sizes: Sequence[Mapping[str, float]],
+    flips: int = 0,
+    tested: int = 0,
+) -> EvalResult:
+    """The :class:`EvalResult` of per-dialogue exams ``(dialogue id, exam)`` and final-bank sizes
+    (``MemoryBank.stats``, one per dialogue): failed items are counted, never scored."""
+    correct: dict[str, list[bool]] = defaultdict(list)
+    per_dialogue, tokens = {}, []
+    per_questions: dict[str, int] = {}
+    per_correct: dict[str, int] = {}
+    failed = 0
+    for did, exam in exams:
         failed += exam.n_failed
         for r in exam.results:
             if not r.failed:  # a failed call is not scored
                 correct[r.item.question.category].append(r.correct)
-        per_dialogue[d.id] = exam.accuracy
+        per_dialogue[did] = exam.accuracy
         scored = [r.correct for r in exam.results if not r.failed]
-        per_questions[d.id], per_correct[d.id] = len(scored), sum(scored)
+        per_questions[did], per_correct[did] = len(scored), sum(scored)
         tokens.extend(r.answer.context_tokens for r in exam.results)
-        sizes.append(bank.stats(MANAGED_LAYERS))
     flat = [c for v in correct.values() for c in v]
     n = len(flat)
     return EvalResult(
