@@ -125,6 +125,33 @@ def test_a_run_folders_config_yaml_loads_back_to_the_same_config(arm, tmp_path):
     assert load_config(path) == cfg
 
 
+def _leaves(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        out |= _leaves(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v}
+    return out
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "arm, key, value",
+    [
+        ("sum_shaping", "rollout.shaping", "sum"),
+        ("normalized_chain", "credit.chain", "normalized"),
+        ("cited_version", "credit.chain", "cited_version"),
+        ("flip_only", "credit.variant", "flip_only"),
+        ("refreshed_critic", "critic_refresh.every_n_steps", 4),
+    ],
+)
+def test_ablation_arms_are_ours_with_one_change(arm, key, value):
+    ours = _leaves(to_dict(load_config(ROOT / "configs" / "arms" / "ours.yaml")))
+    got = _leaves(to_dict(load_config(ROOT / "configs" / "arms" / f"{arm}.yaml")))
+    changed = {k: got[k] for k in got if got[k] != ours[k]}
+    assert changed == {"arm": arm, key: value}
+    if arm == "sum_shaping":
+        assert got["rollout.sum_scale"] == "auto"  # rescaled to the suffix-min magnitude (Remark 4)
+
+
 def test_grpo_episodes_come_from_the_named_split_or_a_one_line_error():
     from memprm.data.source import load_source
     from memprm.stages.grpo_stage import episode_dialogues

@@ -5,7 +5,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from memprm.credit import CreditError, lambda_schedule, magnitude_ratio, suffix_min_shaping, sum_shaping
+from memprm.credit import (
+    CreditError,
+    lambda_schedule,
+    magnitude_ratio,
+    suffix_min_shaping,
+    sum_shaping,
+    sum_shaping_scale,
+)
 
 P = [0.9, 0.5, 0.7, 0.2, 0.8]
 NOOP = [False, False, True, False, False]
@@ -31,6 +38,23 @@ def test_magnitude_ratio_rescales_sum_to_min():
     assert np.abs(s_sum * r).mean() == pytest.approx(np.abs(s_min).mean())
     with pytest.raises(CreditError, match="zero magnitude"):
         magnitude_ratio([1.0], [0.0])
+
+
+@pytest.mark.timeout(60)
+def test_sum_shaping_scale_hand_computed_and_zero_magnitude():
+    second = ([0.4, 0.6, 0.1], [False, False, True])
+    # Write/Merge steps only: suffix-min 0.2+0.2+0.2+0.8 and 0.4+0.6 = 2.4; sum 2.4+1.5+1.0+0.8 and 1.0+0.6 = 7.3
+    scale = sum_shaping_scale([(P, NOOP), second])
+    assert scale == pytest.approx(2.4 / 7.3)
+    # the Noops (0.7, 0.1) are the same in both forms, so the mean magnitude over all 8 steps matches
+    mins = np.concatenate([suffix_min_shaping(*w) for w in [(P, NOOP), second]])
+    sums = np.concatenate([sum_shaping(*w, scale=scale) for w in [(P, NOOP), second]])
+    assert np.abs(sums).mean() == pytest.approx(np.abs(mins).mean())
+    for windows in ([([0.0, 0.5], [False, True])], [([0.3], [True])], []):
+        with pytest.raises(CreditError, match="zero magnitude"):
+            sum_shaping_scale(windows)
+    with pytest.raises(CreditError, match="outside"):
+        sum_shaping_scale([([1.5], [False])])
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import torch
 from helpers.tiny_models import tiny_scoring_policy
 
 from memprm.config import load_config
-from memprm.credit import CreditConfig, suffix_min_shaping
+from memprm.credit import CreditConfig, suffix_min_shaping, sum_shaping
 from memprm.data.synthetic import SyntheticConfig, generate_synthetic
 from memprm.env.evaluate import evaluate_manager, greedy_manager
 from memprm.env.stack import build_stack
@@ -94,6 +94,31 @@ def test_suffix_min_shaping_reaches_the_steps(setup):
         torch.Generator().manual_seed(1),
     )
     assert not b2.rollouts[0].shaping.any()
+
+
+@pytest.mark.timeout(300)
+def test_sum_shaping_is_scaled_by_rollout_sum_scale(setup):
+    data, stack, policy = setup
+
+    def shaping(sum_scale):
+        cfg = RolloutConfig(group_size=1, shaping="sum", sum_scale=sum_scale)
+        batch, _ = GroupRunner(stack.env, CreditConfig(), cfg, critic).run_group(
+            data["train"][0], 1, MemoryBank(), MemoryBank(), policy, np.random.default_rng(1),
+            torch.Generator().manual_seed(1),
+        )  # fmt: skip
+        return batch.rollouts[0]
+
+    plain, scaled = shaping(1.0), shaping(0.25)
+    assert [s.choice for s in plain.samples] == [s.choice for s in scaled.samples]  # the same play
+    scores = np.array([0.3 if s.choice == 0 else 0.8 if s.choice == 1 else 0.6 for s in plain.samples])
+    assert (~plain.noop).any() and np.allclose(plain.shaping, sum_shaping(scores, plain.noop))
+    expected = np.where(plain.noop, plain.shaping, 0.25 * plain.shaping)  # Noops keep their direct payout
+    assert np.allclose(scaled.shaping, expected)
+    with pytest.raises(ValueError, match="rollout.sum_scale=auto is resolved by the GRPO stage"):
+        GroupRunner(stack.env, CreditConfig(), RolloutConfig(shaping="sum"), critic)
+    for bad in (0.0, -1.0, float("inf")):
+        with pytest.raises(ValueError, match="rollout.sum_scale must be auto or a finite number > 0"):
+            RolloutConfig(sum_scale=bad)
 
 
 def test_datamodule_round_robin_and_state_round_trip(setup):

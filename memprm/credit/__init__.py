@@ -26,7 +26,13 @@ from memprm.credit.reward import (
     reward_masses,
     shaping_share,
 )
-from memprm.credit.shaping import lambda_schedule, magnitude_ratio, suffix_min_shaping, sum_shaping
+from memprm.credit.shaping import (
+    lambda_schedule,
+    magnitude_ratio,
+    suffix_min_shaping,
+    sum_shaping,
+    sum_shaping_scale,
+)
 from memprm.credit.tiers import (
     ENTRY_TIERS,
     EntryOutcome,
@@ -81,4 +87,5 @@ __all__ = [
     "step_credit",
     "suffix_min_shaping",
     "sum_shaping",
+    "sum_shaping_scale",
 ]

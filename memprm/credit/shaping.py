@@ -7,12 +7,13 @@ payout, s̃_t = φ_N(x_t); for a Write/Merge step it is computed over the *non-N
 - suffix-min (the method): ``s̃_t = min_{s ≥ t, a_s ≠ Noop} p_s``. It never exceeds p_t, is 1-Lipschitz in
   the scores, and raising a score that is no suffix minimum changes no credit (paper, Appendix B);
 - sum (ablation): ``s̃_t = Σ_{s ≥ t, a_s ≠ Noop} p_s``, which every single-score inflation raises. The paper
-  rescales it before training to the min arm's mean magnitude: pass ``scale`` (see :func:`magnitude_ratio`).
+  rescales it before training to the min arm's mean magnitude: pass ``scale`` (see :func:`sum_shaping_scale`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -67,7 +68,7 @@ def sum_shaping(scores: object, is_noop: object, *, scale: float = 1.0) -> np.nd
 def magnitude_ratio(reference: object, values: object) -> float:
     """``Σ|reference| / Σ|values|``: the factor that gives ``values`` the mean magnitude of ``reference``.
 
-    Used once before training to rescale the sum arm to the suffix-min arm (Remark 4).
+    :func:`sum_shaping_scale` uses it to rescale the sum arm to the suffix-min arm (Remark 4).
 
     >>> magnitude_ratio([0.2, 0.2, 0.8], [2.4, 1.5, 0.8])
     0.25531914893617025
@@ -78,6 +79,31 @@ def magnitude_ratio(reference: object, values: object) -> float:
     if mass == 0:
         raise CreditError("magnitude_ratio: values have zero magnitude; there is nothing to rescale")
     return float(np.abs(ref).sum()) / mass
+
+
+def sum_shaping_scale(windows: Iterable[tuple[object, object]]) -> float:
+    """The ``scale`` of :func:`sum_shaping` that gives the sum arm the suffix-min arm's mean magnitude over
+    ``windows`` (Remark 4): ``windows`` yields one ``(scores, is_noop)`` per episode window, each shaped on its
+    own as a rollout's is. The ratio (:func:`magnitude_ratio`) is taken over the Write/Merge steps: Noop steps
+    carry the same unscaled score in both forms, so the scaled sum then has the suffix-min mean magnitude
+    over all steps. :class:`CreditError` when the sum has zero magnitude (no Write/Merge step scored > 0).
+
+    >>> first = ([0.9, 0.5, 0.7, 0.2, 0.8], [False, False, True, False, False])  # min 1.4, sum 5.7
+    >>> round(sum_shaping_scale([first, ([0.4, 0.6], [False, False])]), 6)  # (1.4 + 1.0) / (5.7 + 1.6)
+    0.328767
+    """
+    mins, sums = [np.zeros(0)], [np.zeros(0)]
+    for scores, is_noop in windows:
+        p, noop = _inputs(scores, is_noop, "sum_shaping_scale")
+        mins.append(suffix_min_shaping(p, noop)[~noop])
+        sums.append(sum_shaping(p, noop)[~noop])
+    s_min, s_sum = np.concatenate(mins), np.concatenate(sums)
+    if not s_sum.any():
+        raise CreditError(
+            f"sum_shaping_scale: the sum shaping of the {s_sum.size} Write/Merge steps given has zero "
+            "magnitude (none, or all scored 0); there is nothing to rescale"
+        )
+    return magnitude_ratio(s_min, s_sum)
 
 
 def lambda_schedule(k: float, lambda0: float, lambda_inf: float, k_decay: float) -> float:

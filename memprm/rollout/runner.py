@@ -17,9 +17,11 @@ group's stats are on :meth:`GroupRunner.run_group`.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -53,6 +55,11 @@ class RolloutConfig:
     group_size: int = 4
     #: the critic shaping: ``suffix_min`` (the method), ``sum`` (ablation) or ``none``.
     shaping: str = "suffix_min"
+    #: the factor on the ``sum`` shaping's Write/Merge values (the other shapings ignore it): ``auto`` = the
+    #: one that gives it the suffix-min shaping's mean magnitude on stage one's train teacher trajectories
+    #: scored by stage one's critic, computed once before GRPO trains and kept for a resume (paper Remark 4;
+    #: :mod:`memprm.stages.sum_scale`, recorded in ``grpo/result.json``); a number > 0 fixes it (1.0: unscaled).
+    sum_scale: float | Literal["auto"] = "auto"
     #: the official questions of a window's quiz: ``window`` (those the window unlocks, DESIGN.md's "Exam")
     #: or ``cumulative`` (every question unlocked so far, re-asked of the bank as it now is; the last window
     #: asks the whole dialogue, as the test protocol does). The probes are the window's own either way.
@@ -63,6 +70,8 @@ class RolloutConfig:
             raise ValueError(f"rollout.group_size must be >= 1, got {self.group_size}")
         if self.shaping not in ("suffix_min", "sum", "none"):
             raise ValueError(f"rollout.shaping must be suffix_min, sum or none, got {self.shaping!r}")
+        if self.sum_scale != "auto" and not (math.isfinite(self.sum_scale) and self.sum_scale > 0):
+            raise ValueError(f"rollout.sum_scale must be auto or a finite number > 0, got {self.sum_scale!r}")
         if self.quiz not in ("window", "cumulative"):
             raise ValueError(f"rollout.quiz must be window or cumulative, got {self.quiz!r}")
 
@@ -76,6 +85,11 @@ class GroupRunner:
         critic: CriticScore | None = None,
         stopwatch: Stopwatch | None = None,
     ):
+        if critic is not None and cfg.shaping == "sum" and cfg.sum_scale == "auto":
+            raise ValueError(
+                "rollout.sum_scale=auto is resolved by the GRPO stage (memprm.stages.sum_scale); a runner "
+                "built outside it needs rollout.sum_scale=<number>"
+            )
         self.env, self.credit, self.cfg, self.critic = env, credit, cfg, critic
         self.stopwatch = stopwatch or Stopwatch()
 
@@ -182,7 +196,9 @@ class GroupRunner:
             return np.zeros(len(noop))
         with self.stopwatch("critic"):
             p = np.asarray(self.critic(list(critic_inputs)), dtype=np.float64)  # [T]
-        return suffix_min_shaping(p, noop) if self.cfg.shaping == "suffix_min" else sum_shaping(p, noop)
+        if self.cfg.shaping == "suffix_min":
+            return suffix_min_shaping(p, noop)
+        return sum_shaping(p, noop, scale=self.cfg.sum_scale)
 
 
 def failure_stats(audits: AuditCounts, failed_probes: int) -> dict[str, float]:

@@ -25,6 +25,7 @@ from memprm.models.policies import sampling_temperature, trainable_subset
 from memprm.models.trainable import load_trainable, save_trainable
 from memprm.rollout.runner import GroupRunner
 from memprm.stages.run_context import Run, StageResult
+from memprm.stages.sum_scale import resolve_sum_scale
 from memprm.stages.trainer import build_trainer
 
 log = logging.getLogger("memprm.stages")
@@ -38,6 +39,7 @@ class GRPOStageResult:
     best_step: int | None
     outside_models_share: float  # rollout wall time outside policy / critic / embedding forwards
     start_step: int = 0  # the optimizer step this process started from (> 0 after a resume)
+    sum_scale: float | None = None  # rollout.sum_scale resolved (None: shaping is not sum)
 
 
 def grpo(cfg, run: Run) -> StageResult:
@@ -63,6 +65,8 @@ def grpo(cfg, run: Run) -> StageResult:
         f"GRPO: {out.steps} steps over {out.batches} batches; best dev-selection accuracy {out.best_dev_accuracy} "
         f"at step {out.best_step}; rollout time outside model forwards: {100 * out.outside_models_share:.1f}%"
     )
+    if out.sum_scale is not None:
+        summary += f"; sum shaping scaled by {out.sum_scale:.4g}"
     return StageResult("grpo", False, summary)
 
 
@@ -81,7 +85,8 @@ def episode_dialogues(cfg, splits) -> tuple:
 
 def train_grpo(cfg, run: Run) -> GRPOStageResult:
     """GRPO of ``run.policy`` on the dialogues of ``rollout_data.split`` (train by default), shaped by stage one's critic (none when
-    ``rollout.shaping`` is ``none``); ``grpo/critic_refresh.json`` lists every critic refresh (when on).
+    ``rollout.shaping`` is ``none``); ``grpo/critic_refresh.json`` lists every critic refresh (when on). The
+    ``sum`` shaping's scale is resolved first (:func:`~memprm.stages.sum_scale.resolve_sum_scale`).
 
     Resume after a kill: every ``grpo.checkpoint_every`` optimizer steps ``grpo/checkpoints/last.ckpt`` is
     written (atomically) with the policy's trainable weights, the optimizer, the loops, every callback's
@@ -105,7 +110,11 @@ def train_grpo(cfg, run: Run) -> GRPOStageResult:
     critic = _shaping_critic(cfg, run)
     handle = CriticHandle(critic) if critic is not None else None
     score = handle.score if handle is not None else None
-    runner = GroupRunner(stack.env, cfg.credit, cfg.rollout, score, stack.stopwatch)
+    ckpt_dir = run_dir / "grpo" / "checkpoints"
+    ckpt_path = _resume_point(ckpt_dir, run_dir / "tb" / "grpo", run.keys["grpo"].digest)
+    teacher = run.stage_one / "teacher" / "train"
+    rollout = resolve_sum_scale(cfg.rollout, critic, teacher, ckpt_dir, resuming=ckpt_path is not None)
+    runner = GroupRunner(stack.env, cfg.credit, rollout, score, stack.stopwatch)
     dm = RolloutDataModule(runner, episode_dialogues(cfg, run.splits), cfg.rollout_data, policy=run.policy)
     module = GRPOPolicyModule(run.policy, cfg.grpo)
 
@@ -139,8 +148,6 @@ def train_grpo(cfg, run: Run) -> GRPOStageResult:
         audit = _validity_audit(cfg, stack, run.splits["dev"], run.stage_one)
         refresh = CriticRefresh(handle, cfg.critic_refresh, audit)
         callbacks.append(refresh)
-    ckpt_dir = run_dir / "grpo" / "checkpoints"
-    ckpt_path = _resume_point(ckpt_dir, run_dir / "tb" / "grpo", run.keys["grpo"].digest)
     logger = ResumableTensorBoardLogger(str(run_dir / "tb"), "grpo", ckpt_dir / "tb_sizes.json")
     if ckpt_path is not None:
         logger.resume_at(*_resume_facts(ckpt_path))
@@ -193,6 +200,7 @@ def train_grpo(cfg, run: Run) -> GRPOStageResult:
         selection.best_step,
         outside,
         resume.start_step or 0,
+        rollout.sum_scale if rollout.shaping == "sum" else None,
     )
 
 
