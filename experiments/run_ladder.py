@@ -1,207 +1,184 @@
-"""Run ladder arms × seeds on the embedded default (sequentially), then tabulate and plot.
+"""Run the ladder's arms × seeds (sequentially), then write its results files.
 
-    python experiments/run_ladder.py [key=value ...] --arms outcome_only observational ours --seeds 0 1 2
-    python experiments/run_ladder.py --tabulate-only      # re-tabulate the run folders already there
+    python experiments/run_ladder.py --config configs/ladder.yaml --seeds 0 1 2 [key=value ...]
+    python experiments/run_ladder.py --config configs/ladder.yaml --tabulate-only   # no run; cached baselines
 
-Each arm is a config file ``configs/arms/<arm>.yaml``; every run goes to ``<output_dir>/<arm>-seed<seed>``
-(TensorBoard overlays them: ``tensorboard --logdir runs``). Stage one (teacher trajectories and the critic) is
-computed once per seed, by the first arm (or taken from ``--stage-one`` folders), and reused by the others
-(``fit.stage_one_dir``); only the first arm of a seed also tests the baselines (teacher, untrained, SFT).
-Rerunning the same command after a kill skips the runs that finished under the same config (their stage
-markers, :func:`memprm.fit.finished`) and resumes the one that was interrupted.
-
-Writes into ``<output_dir>/ladder/``:
-  ladder.md   test accuracy mean ± std per arm over seeds, rollouts to the dev plateau, per-dialogue
-              accuracy and one-sided sign tests (each arm vs the last arm) over test dialogues
-  ladder.png  dev-selection accuracy vs rollouts, one line per arm (mean over seeds)
-The plateau is the first evaluation at which the dev accuracy reaches 95% of the arm's final best.
+A run's config: ``configs/arms/<arm>.yaml``, then ``--config`` (the ladder's budget: it wins over the arm
+file), then the overrides; its folder ``<output_dir>/<arm>-seed<seed>``. A seed's first arm tests the
+reference managers (teacher, untrained, SFT), its first arm with a critic stage computes stage one for the
+others (or ``--stage-one`` gives it); ``--ablations`` run on the first seed only. Rerun after a kill, it skips finished
+runs (:func:`memprm.fit.finished`) and resumes the interrupted one. Retrieval-only (configs/retrieval_only.yaml)
+and the Mem0-style manager (top-10, top-200) need no training: evaluated once on the test split, cached in
+``<results>/baselines.json``. Writes ``<results>/ladder.md``, ``.json``, ``.png`` (default
+``experiments/results``; tables: :mod:`memprm.inspect.ladder_report`), the .md / .png also into
+``<output_dir>/ladder/`` for ``memprm inspect``. Runs without results are listed, never silently dropped.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
-import statistics
+import shutil
 import sys
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
+
+from omegaconf import OmegaConf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memprm.config import load_config  # noqa: E402
-from memprm.eval.significance import sign_test  # noqa: E402
+from memprm.config import ConfigError, MemprmConfig, build, to_dict  # noqa: E402
+from memprm.data.source import load_source  # noqa: E402
+from memprm.env.evaluate import evaluate_manager  # noqa: E402
+from memprm.env.managers import noop_manager  # noqa: E402
+from memprm.env.mem0 import Mem0Config, evaluate_mem0  # noqa: E402
+from memprm.env.stack import build_stack  # noqa: E402
 from memprm.fit import finished, fit  # noqa: E402
+from memprm.inspect import ladder_report as report  # noqa: E402
+from memprm.stages.reader_calibration import calibrate_reader  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-#: managers every arm's test stage also evaluates, tabulated once per seed for reference.
-REFERENCES = ("SFT", "heuristic teacher")
+ARMS = ROOT / "configs" / "arms"
+RETRIEVAL_ONLY = ROOT / "configs" / "retrieval_only.yaml"
+#: keys an overlay must leave to the arm files (they name and shape each arm's run).
+ARM_KEYS = ("arm", "fit.stages", "fit.run_name")
 
 
-def dev_curve(run_dir: Path, rollouts_per_step: float) -> list[tuple[float, float]]:
-    """(rollouts, dev-selection accuracy) at each evaluation, from the ``DevCheckpointSelection`` history
-    (``<run>/grpo/dev_selection.json``); empty when the run had no GRPO stage."""
-    path = run_dir / "grpo" / "dev_selection.json"
-    if not path.is_file():
-        return []
-    try:
-        history = json.loads(path.read_text())["history"]
-        # rollouts as played (zero-variance groups take rollouts but no step); step-derived for old runs
-        return [
-            (h["rollouts"] if h.get("rollouts") is not None else h["step"] * rollouts_per_step,
-             float(h["accuracy"]))
-            for h in history
-        ]  # fmt: skip
-    except (KeyError, TypeError, ValueError) as e:
-        raise ValueError(f"{path}: not a dev-selection history ({e!r})") from e
+def merged_config(files: Sequence[Path], overrides: Sequence[str] = ()) -> MemprmConfig:
+    """Defaults ← each YAML file in order ← dotted overrides, as a validated config."""
+    bad = [o for o in overrides if "=" not in o]
+    if bad:
+        raise ConfigError(f"overrides must look like key.sub=value, got {bad}")
+    parts = [OmegaConf.load(f) for f in files] + [OmegaConf.from_dotlist(list(overrides))]
+    raw = OmegaConf.to_container(OmegaConf.merge(OmegaConf.create({}), *parts), resolve=True)
+    return build(MemprmConfig, raw or {}, where=" + ".join(map(str, files)))
 
 
-def rollouts_per_step(cfg) -> float:
-    """Rollouts per optimizer step when no group is skipped: a batch of G × groups rollouts makes
-    ``ppo_epochs`` steps (one mini-batch per pass, one device). Only for histories without a ``rollouts``
-    field (runs older than it): skipped zero-variance groups make it an undercount."""
-    if cfg.grpo.minibatch_size != 0:
-        raise ValueError("run_ladder: rollouts per step are defined for grpo.minibatch_size=0 only")
-    return cfg.rollout.group_size * cfg.rollout_data.groups_per_batch / cfg.grpo.ppo_epochs
+def check_overlay(path: Path) -> None:
+    overlay = OmegaConf.load(path)
+    bad = [k for k in ARM_KEYS if OmegaConf.select(overlay, k) is not None]
+    if bad:
+        raise ConfigError(f"{path}: a ladder overlay must not set {bad} (each arm's file does)")
 
 
-def plateau(curve: list[tuple[float, float]], frac: float = 0.95) -> float | None:
-    if not curve:
+#: the config sections a baseline's evaluation depends on (its cache key; the GRPO recipe is not among them).
+BASELINE_KEYS = ("seed", "data", "embedder", "retriever", "reader", "judge", "notes", "llm", "env", "teacher")
+
+
+def baselines(
+    cfg: MemprmConfig, retrieval: MemprmConfig, cache: Path, compute: bool
+) -> dict[str, dict] | None:
+    """Retrieval-only (``retrieval``'s retriever) and Mem0 (top-10, top-200; ``cfg``) on the test split, as
+    ``EvalResult`` dicts; from ``cache`` when written under the same settings, else evaluated (when
+    ``compute``) and cached."""
+    mem0 = Mem0Config()
+    text = json.dumps([[to_dict(c)[k] for k in BASELINE_KEYS] for c in (cfg, retrieval)] + [repr(mem0)])
+    key = hashlib.sha256(text.encode()).hexdigest()
+    if cache.is_file() and json.loads(cache.read_text()).get("key") == key:
+        return json.loads(cache.read_text())["rows"]
+    if not compute:
         return None
-    best = max(a for _, a in curve)
-    return next(r for r, a in curve if a >= frac * best)
+    splits = load_source(cfg.data)
+    test = list(splits["test"])
+    stack = build_stack(retrieval)
+    calibrate_reader(retrieval, stack, splits)  # verbatim-only reads: calibrated on what it reads
+    rows = {"retrieval-only": asdict(evaluate_manager(stack.env, test, noop_manager, "test: retrieval-only"))}
+    stack = build_stack(cfg)
+    calibrate_reader(cfg, stack, splits)
+    rows |= {f"Mem0 (top-{k})": asdict(r) for k, r in evaluate_mem0(stack.env, test, mem0).items()}
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"key": key, "mem0": repr(mem0), "rows": rows}, indent=1) + "\n")
+    return rows
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", default=None, help="the ladder overlay, e.g. configs/ladder.yaml")
     ap.add_argument("--arms", nargs="+", default=["outcome_only", "observational", "ours"])
+    ap.add_argument("--ablations", nargs="*", default=[], help="arms run on the first seed only")
+    ap.add_argument(
+        "--ours", default=None, help="the arm compared with every other row (default: last of --arms)"
+    )
+    ap.add_argument("--reference", default="outcome_only",
+                    help="the arm whose final dev accuracy the others race to")  # fmt: skip
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--output-dir", default="runs")
+    ap.add_argument("--output-dir", default=None, help="run folders (default: the config's output_dir)")
+    ap.add_argument("--results", default=str(ROOT / "experiments" / "results"))
     ap.add_argument("--stage-one", default="",
                     help="reuse existing stage-one run folders, e.g. 'runs/stage1-seed{seed}' (default: the "
                          "first arm of each seed computes it)")  # fmt: skip
-    ap.add_argument("--tabulate-only", action="store_true",
-                    help="run nothing: tabulate and plot the run folders already under --output-dir "
-                         "(missing ones are listed and left out)")  # fmt: skip
     ap.add_argument(
-        "overrides",
-        nargs="*",
-        help="dotted overrides applied to every run (before --arms / --seeds, which take every value after them)",
+        "--tabulate-only",
+        action="store_true",
+        help="run nothing: tabulate the run folders (and cached baselines) already there",
     )
-    args = ap.parse_args()
-    out = Path(args.output_dir)
-    results: dict[str, dict[int, dict]] = {a: {} for a in args.arms}
-    curves: dict[str, list[list[tuple[float, float]]]] = {a: [] for a in args.arms}
-    missing = []
-    for seed in args.seeds:
+    ap.add_argument("--no-baselines", action="store_true", help="leave out retrieval-only and Mem0")
+    ap.add_argument("overrides", nargs="*",
+                    help="dotted overrides of every run (before --arms / --seeds, which take every value after them)")  # fmt: skip
+    args = ap.parse_args(argv)
+    overlay = [Path(args.config)] if args.config else []
+    for path in overlay:
+        check_overlay(path)
+    unknown = [a for a in [*args.arms, *args.ablations] if not (ARMS / f"{a}.yaml").is_file()]
+    if unknown:
+        ap.error(f"no arm config for {unknown} in {ARMS}")
+    base = merged_config(overlay, [f"seed={args.seeds[0]}", *args.overrides])
+    retrieval = merged_config([*overlay, RETRIEVAL_ONLY], [f"seed={args.seeds[0]}", *args.overrides])
+    out, results = Path(args.output_dir or base.output_dir), Path(args.results)
+    arms = list(dict.fromkeys([*args.arms, *args.ablations]))
+    ladder = report.Ladder(
+        arms, args.ours or args.arms[-1], args.reference if args.reference in arms else None
+    )
+    if not args.no_baselines:
+        rows = baselines(base, retrieval, results / "baselines.json", not args.tabulate_only)
+        if rows is None:
+            ladder.missing.append(
+                f"baselines (retrieval-only, Mem0): no {results / 'baselines.json'} for this config"
+            )
+        ladder.baselines = {k: report.summary(v) for k, v in (rows or {}).items()}
+    for k, seed in enumerate(args.seeds):
         stage_one = args.stage_one.format(seed=seed)
-        for i, arm in enumerate(args.arms):
+        for i, arm in enumerate([*args.arms, *(args.ablations if k == 0 else [])]):
             ov = [f"seed={seed}", f"output_dir={out}", f"rollout_data.seed={seed}", *args.overrides]
             if stage_one:
                 ov.append(f"fit.stage_one_dir={stage_one}")
             if i > 0:  # teacher, untrained and SFT are the same for every arm of a seed
                 ov.append("fit.test_baselines=false")
-            cfg = load_config(ROOT / "configs" / "arms" / f"{arm}.yaml", ov)
+            cfg = merged_config([ARMS / f"{arm}.yaml", *overlay], ov)
             run_dir = out / cfg.run_name
             if args.tabulate_only:
                 if not (run_dir / "test_results.json").is_file():
-                    missing.append(str(run_dir))
+                    ladder.missing.append(str(run_dir))
                     continue
             elif finished(cfg):  # every stage's marker holds this config's hash: nothing to redo
                 print(f"run_ladder: {run_dir} finished earlier with this config; skipped")
-                stage_one = stage_one or str(run_dir)
             else:  # a killed run resumes: finished stages are skipped, GRPO continues from its checkpoint
                 run_dir = fit(cfg).run_dir
-                stage_one = stage_one or str(run_dir)
-            collect(run_dir, arm, seed, results, curves[arm], rollouts_per_step(cfg))
-    if missing:
-        print(
-            f"run_ladder: {len(missing)} run(s) have no test results and are left out: {', '.join(missing)}"
-        )
-    ladder = out / "ladder"
-    ladder.mkdir(parents=True, exist_ok=True)
-    refs = [r for r in REFERENCES if r in results]
-    (ladder / "ladder.md").write_text(table(args.arms, results, curves, refs))
-    plot(args.arms, curves, ladder / "ladder.png")
-    print((ladder / "ladder.md").read_text())
-    print(f"plot: {ladder / 'ladder.png'}")
+            if not stage_one and "critic" in cfg.fit.stages:
+                stage_one = str(run_dir)
+            per_step = report.rollouts_per_step(cfg) if "grpo" in cfg.fit.stages else 0.0
+            final = report.final_manager(cfg.arm, cfg.fit.stages, cfg.sft.steps)
+            report.collect(ladder, run_dir, arm, seed, final, per_step)
+    write(ladder, args.seeds, results, out / "ladder")
     return 0
 
 
-def summary(result: dict) -> dict:
-    """The parts of one manager's entry in ``test_results.json`` that the ladder tabulates."""
-    return {"accuracy": result["accuracy"], "per_dialogue": dict(result["per_dialogue"]),
-            "tokens": result["context_tokens"], "entries": result["entries"]}  # fmt: skip
-
-
-def collect(run_dir: Path, arm: str, seed: int, results: dict, arm_curves: list, per_step: float) -> None:
-    """Add one run's test results (``test_results.json``, written by the test stage) and dev curve."""
-    path = run_dir / "test_results.json"
-    tests = json.loads(path.read_text())
-    trained = next((v for k, v in tests.items() if k.startswith("GRPO")), None)
-    if trained is None:
-        raise ValueError(f"{path}: arm {arm!r} has no GRPO test result (fit.stages lacks grpo?)")
-    results[arm][seed] = summary(trained)
-    for name in REFERENCES:  # the same for every arm of a seed (shared stage one, seeded SFT)
-        if name in tests:
-            results.setdefault(name, {}).setdefault(seed, summary(tests[name]))
-    arm_curves.append(dev_curve(run_dir, per_step))
-
-
-def table(arms, results, curves, references=()) -> str:
-    """The ladder as markdown: one row per arm (then per reference manager), per-dialogue accuracy, and
-    one-sided sign tests of the last arm against each other arm."""
-    lines = ["| arm | test accuracy % (mean ± std) | seeds | context tokens | entries | rollouts to dev plateau |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
-    for arm in [*arms, *references]:
-        accs = [100 * r["accuracy"] for r in results[arm].values()]
-        sd = statistics.stdev(accs) if len(accs) > 1 else 0.0
-        tok = statistics.mean(r["tokens"] for r in results[arm].values())
-        ent = statistics.mean(r["entries"] for r in results[arm].values())
-        plats = [p for c in curves.get(arm, []) if (p := plateau(c)) is not None]
-        plat = f"{statistics.mean(plats):.0f}" if plats else "n/a"
-        name = arm if arm in arms else f"{arm} (reference)"
-        lines.append(
-            f"| {name} | {statistics.mean(accs):.1f} ± {sd:.1f} | {len(accs)} | {tok:.0f} | {ent:.1f} | {plat} |"
-        )
-    ref = arms[-1]
-    dialogues = sorted({d for r in results[ref].values() for d in r["per_dialogue"]})
-    lines += ["", "Per test dialogue (accuracy %, mean over seeds):", "",
-              "| dialogue | " + " | ".join(arms) + " |", "|---|" + "---|" * len(arms)]  # fmt: skip
-
-    def mean_acc(arm, d):
-        return statistics.mean(r["per_dialogue"].get(d, 0.0) for r in results[arm].values())
-
-    for d in dialogues:
-        lines.append(f"| {d} | " + " | ".join(f"{100 * mean_acc(a, d):.1f}" for a in arms) + " |")
-    lines += ["", f"One-sided sign test over test dialogues, {ref} > arm:", ""]
-    for arm in arms[:-1]:
-        t = sign_test([mean_acc(ref, d) for d in dialogues], [mean_acc(arm, d) for d in dialogues])
-        lines.append(
-            f"- {ref} vs {arm}: wins {t.statistic:.0f} of {t.n} untied dialogues, p = {t.p_value:.3f}"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def plot(arms, curves, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for arm in arms:
-        runs = [c for c in curves[arm] if c]
-        if not runs:
-            continue
-        n = min(len(c) for c in runs)
-        xs = [runs[0][i][0] for i in range(n)]
-        ys = [100 * statistics.mean(c[i][1] for c in runs) for i in range(n)]
-        ax.plot(xs, ys, marker="o", label=arm)
-    ax.set_xlabel("rollouts")
-    ax.set_ylabel("dev-selection accuracy (%)")
-    ax.set_title("Ladder on the embedded default")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+def write(ladder: report.Ladder, seeds: Sequence[int], results: Path, mirror: Path) -> None:
+    """``ladder.md`` / ``.json`` / ``.png`` into ``results``; the .md and .png also into ``mirror``."""
+    tables = report.tabulate(ladder)
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "ladder.json").write_text(json.dumps({"seeds": list(seeds), **tables}, indent=1) + "\n")
+    (results / "ladder.md").write_text(report.markdown(tables, seeds))
+    report.plot(tables, results / "ladder.png")
+    mirror.mkdir(parents=True, exist_ok=True)
+    for name in ("ladder.md", "ladder.png"):
+        shutil.copyfile(results / name, mirror / name)
+    if ladder.missing:
+        print(f"run_ladder: {len(ladder.missing)} missing (listed in ladder.md): {', '.join(ladder.missing)}")
+    print((results / "ladder.md").read_text())
+    print(f"results: {results}/ladder.{{md,json,png}}")
 
 
 if __name__ == "__main__":
