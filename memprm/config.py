@@ -56,7 +56,9 @@ class FitConfig:
     #: the run folder's name under ``output_dir``; empty = ``<arm>-seed<seed>``.
     run_name: str = ""
     #: a run folder whose stage one (teacher trajectories and trained critic) this run reuses instead of
-    #: recomputing it — arms of one seed share stage one; empty = this run's own folder.
+    #: recomputing it — arms of one seed share stage one; empty = this run's own folder. One whose critic was
+    #: trained on other targets (``critic.target`` and its ``mc_*`` settings) is not reused: a run with a
+    #: ``critic`` stage trains its own stage one (the log says so), one without refuses to start.
     stage_one_dir: str = ""
     #: the test stage also evaluates the heuristic teacher and the untrained and SFT policies beside the
     #: run's final policy; False = the final policy only (the ladder's later arms of a seed, where those

@@ -27,7 +27,7 @@ from memprm.stages import critic_stage, grpo_stage, held_out, sft_stage
 from memprm.stages.markers import Markers
 from memprm.stages.reader_calibration import calibrate_reader
 from memprm.stages.run_context import FitResult, Run, StageResult
-from memprm.stages.stage_keys import plan_keys, write_config
+from memprm.stages.stage_keys import critic_target_mismatch, plan_keys, stage_one_folder, write_config
 from memprm.timing import Stopwatch
 
 __all__ = ["PIPELINE", "FitResult", "finished", "fit"]
@@ -94,15 +94,21 @@ def open_run(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> Run:
 
 def check_stage_one_critic(cfg: MemprmConfig) -> None:
     """A shaped GRPO stage (``rollout.shaping`` not ``none``) in a run without the ``critic`` stage is shaped
-    by the trained critic of ``fit.stage_one_dir``: :class:`ConfigError` when that folder is unset or holds
-    none (instead of a GRPO run that silently goes unshaped)."""
+    by the trained critic of ``fit.stage_one_dir``: :class:`ConfigError` when that folder is unset, holds
+    none (instead of a GRPO run that silently goes unshaped) or holds one trained on other targets than this
+    config's ``critic.target`` (:func:`~memprm.stages.stage_keys.critic_target_mismatch`)."""
     stages, shaping = cfg.fit.stages, cfg.rollout.shaping
     if "grpo" not in stages or "critic" in stages or shaping == "none":
         return
     where = cfg.fit.stage_one_dir
-    if where and critic_stage.has_critic(Path(where)):
-        return
-    lacks = f"fit.stage_one_dir={where} holds no trained critic" if where else "fit.stage_one_dir is not set"
+    if not where:
+        lacks = "fit.stage_one_dir is not set"
+    elif not critic_stage.has_critic(Path(where)):
+        lacks = f"fit.stage_one_dir={where} holds no trained critic"
+    else:
+        lacks = critic_target_mismatch(cfg, Path(where))
+        if lacks is None:
+            return
     raise ConfigError(
         f"fit.stages has no 'critic' and rollout.shaping={shaping} needs a trained critic, but {lacks}: set "
         "fit.stage_one_dir to a run folder with stage one, or rollout.shaping=none"
@@ -132,7 +138,7 @@ def _stage_keys(cfg: MemprmConfig, run_dir: Path, splits) -> tuple[Path, dict]:
     """The folder holding stage one (``fit.stage_one_dir``, else the run's own) and every stage's key; a
     critic this run does not train (stage one elsewhere, or no ``critic`` stage) enters the keys through its
     folder's critic marker hash."""
-    stage_one = Path(cfg.fit.stage_one_dir) if cfg.fit.stage_one_dir else run_dir
+    stage_one = stage_one_folder(cfg, run_dir)
     trains_critic = stage_one == run_dir and "critic" in cfg.fit.stages
     other_critic = None if trains_critic else Markers(stage_one).hash_of("critic") or "missing"
     return stage_one, plan_keys(cfg, splits, other_critic)

@@ -41,6 +41,25 @@ class CriticConfig:
     miss_repeats: int = 30
     #: epochs over the relabeled teacher examples (~100 s each on the embedded default, 2 CPU cores).
     max_epochs: int = 2
+    #: what φ regresses on: ``audit`` (the method: each teacher operation's hindsight tier and the counterfactual
+    #: negatives, :mod:`memprm.credit.relabel`) or ``mc`` (the AgentPRM control, Choudhury 2025: the mean exam
+    #: R of ``mc_continuations`` continuations of the window from the bank right after the operation, on
+    #: ``mc_steps_per_window`` sampled teacher operations per train window; unsampled operations and
+    #: counterfactuals are not trained on; :mod:`memprm.stages.mc_targets`). The ``mc_*`` settings enter the
+    #: critic stage's key only when ``target=mc``.
+    target: Literal["audit", "mc"] = "audit"
+    #: ``target=mc``: teacher operations sampled (uniformly, without replacement; all of a smaller window) per
+    #: train window with a non-empty quiz: 3 × 4 continuations = 12 window exams where the audit targets take
+    #: one exam and its audit. Embedded default (seed 0): 72 of the 1496 train operations, 288 continuation
+    #: rollouts, 4019 reader calls (3.8× the train teacher trajectories' exams, audits and probe gates), 27 s;
+    #: the paper reports 6× the API cost of its audit targets.
+    mc_steps_per_window: int = 3
+    #: ``target=mc``: continuations K per sampled operation; its target is the mean of their K exam scores R.
+    mc_continuations: int = 4
+    #: ``target=mc``: the continuations' behaviour policy is the stage's teacher with each action replaced, with
+    #: this probability, by a uniform draw from the gate's candidates
+    #: (:class:`~memprm.env.managers.NoisyManager`; 0 = the teacher itself, so every continuation is the same).
+    mc_epsilon: float = 0.3
     #: texts per forward pass when scoring with :class:`FrozenCritic`.
     score_batch_size: int = 64
     #: :class:`FrozenCritic` scores each distinct text once (cached by text for the critic's lifetime: its
@@ -65,10 +84,23 @@ class CriticConfig:
             raise ValueError(f"critic.miss_repeats must be >= 1, got {self.miss_repeats}")
         if self.max_length < 2 or self.batch_size < 1 or self.score_batch_size < 1 or self.max_epochs < 1:
             raise ValueError("critic.max_length must be >= 2 and critic.batch_size, score_batch_size >= 1")
+        if self.target not in ("audit", "mc"):
+            raise ValueError(f"critic.target must be 'audit' or 'mc', got {self.target!r}")
+        if self.mc_steps_per_window < 1 or self.mc_continuations < 1:
+            raise ValueError(
+                "critic.mc_steps_per_window and critic.mc_continuations must be >= 1, got "
+                f"{self.mc_steps_per_window}, {self.mc_continuations}"
+            )
+        if not 0.0 <= _finite("critic", "mc_epsilon", self.mc_epsilon) <= 1.0:
+            raise ValueError(f"critic.mc_epsilon must lie in [0, 1], got {self.mc_epsilon}")
         if self.truncation_side not in ("left", "right"):
             raise ValueError(
                 f"critic.truncation_side must be 'left' or 'right', got {self.truncation_side!r}"
             )
+
+
+#: the :class:`CriticConfig` fields that only ``target=mc`` reads (with ``target`` itself).
+MC_TARGET_FIELDS = ("target", "mc_steps_per_window", "mc_continuations", "mc_epsilon")
 
 
 def _finite(section: str, name: str, value: object) -> float:

@@ -6,6 +6,8 @@ Artifacts under the run folder:
                                     marker ``stages/teacher_<split>.json`` holds this config's hash)
     critic/                         the exported critic (LoRA adapter + heads, a few MB)
     critic/validity/report.{json,md} the validity checks on the dev dialogue(s)
+    critic/mc_targets.json          ``critic.target=mc`` only: the cost of the MC targets (continuation
+                                    rollouts, reader/judge calls, seconds) and every sampled step's returns
     tb/critic/                      TensorBoard: train/val losses, Spearman, AUROC, the validity checks
 """
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from memprm.atomic import atomic_write_text, replace_dir
@@ -27,12 +29,14 @@ from memprm.models.critic import CriticConfig, CriticModule, FrozenCritic, save_
 from memprm.models.critic_data import CriticDataModule
 from memprm.stages.critic_validity import critic_validity
 from memprm.stages.markers import Markers, StageKey
+from memprm.stages.mc_targets import mc_summary, mc_train_examples
 from memprm.stages.relabel_stage import relabel_all
 from memprm.stages.run_context import Run, StageResult
 from memprm.stages.stage_keys import fresh_stage
 from memprm.stages.trainer import TrainerConfig, build_trainer
 
 log = logging.getLogger("memprm.stages")
+MC_FILE = "mc_targets.json"
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,8 @@ class CriticStageResult:
     n_train: int
     n_val: int
     seconds: float
+    #: ``critic.target=mc``: the MC targets' cost (:class:`memprm.stages.mc_targets.MCCost` as a dict).
+    mc_cost: dict | None = None
 
 
 def critic(cfg, run: Run) -> StageResult:
@@ -74,7 +80,10 @@ def critic(cfg, run: Run) -> StageResult:
             teacher_keys=teacher_keys,
         )
     run.markers.write(run.keys["critic"])
-    summary = f"critic stage ({m.seconds:.0f} s): {c.n_train} train / {c.n_val} dev examples\n{c.report.to_markdown()}"
+    summary = f"critic stage ({m.seconds:.0f} s): {c.n_train} train / {c.n_val} dev examples\n"
+    if c.mc_cost is not None:
+        summary += mc_summary(c.mc_cost) + "\n"
+    summary += c.report.to_markdown()
     return StageResult("critic", False, summary)
 
 
@@ -134,7 +143,12 @@ def run_critic_stage(
     dev_trajs = teacher_trajectories(stack, dev, run_dir / "teacher" / "dev", "teacher (dev)", dk, markers)
     train_lab, counts = relabel_all(train_trajs, stack.embedder, relabel_cfg)
     dev_lab, _ = relabel_all(dev_trajs, stack.embedder, relabel_cfg)
-    train_ex = [e for r in train_lab for e in r.examples]
+    mc = None
+    if critic_cfg.target == "mc":  # φ on continuation returns (memprm.stages.mc_targets)
+        train_ex, mc_steps, mc = mc_train_examples(stack, train, train_trajs, train_lab, critic_cfg, seed)
+        log.info("%s", mc_summary(mc.to_dict()))
+    else:
+        train_ex = [e for r in train_lab for e in r.examples]
     dev_ex = [e for r in dev_lab for e in r.examples]
     module = CriticModule(critic_cfg, model=model, tokenizer=tokenizer)
     dm = CriticDataModule(
@@ -165,8 +179,15 @@ def run_critic_stage(
         report.write(out / "validity")
         atomic_write_text(out / "relabel_counts.json", json.dumps(counts, indent=2))
         atomic_write_text(out / "sizes.json", json.dumps({"n_train": len(train_ex), "n_val": len(dev_ex)}))
+        if mc is not None:
+            steps = [asdict(s) | {"target": s.target} for s in mc_steps]
+            atomic_write_text(out / MC_FILE, json.dumps({"cost": mc.to_dict(), "steps": steps}, indent=1))
     _log_validity(trainer, report)
-    return CriticStageResult(critic, report, counts, len(train_ex), len(dev_ex), time.perf_counter() - t0)
+    mc_cost = None if mc is None else mc.to_dict()
+    _log_scalars(trainer, "mc_targets/", mc_cost or {})
+    return CriticStageResult(
+        critic, report, counts, len(train_ex), len(dev_ex), time.perf_counter() - t0, mc_cost
+    )
 
 
 def load_critic_stage(stage_one: Path) -> CriticStageResult:
@@ -180,7 +201,8 @@ def load_critic_stage(stage_one: Path) -> CriticStageResult:
     counts = json.loads((folder / "relabel_counts.json").read_text())
     sizes = folder / "sizes.json"
     n = json.loads(sizes.read_text()) if sizes.is_file() else {"n_train": 0, "n_val": 0}
-    return CriticStageResult(load_critic(folder), None, counts, n["n_train"], n["n_val"], 0.0)
+    mc = json.loads((folder / MC_FILE).read_text())["cost"] if (folder / MC_FILE).is_file() else None
+    return CriticStageResult(load_critic(folder), None, counts, n["n_train"], n["n_val"], 0.0, mc)
 
 
 def has_critic(stage_one: Path) -> bool:
@@ -193,9 +215,14 @@ def _log_validity(trainer, report: ValidityReport) -> None:
     exp = getattr(trainer.logger, "experiment", None)
     if exp is None:
         return
-    for key, value in _flat_scalars(report.to_dict()).items():
-        exp.add_scalar(f"validity/{key}", value, trainer.global_step)
+    _log_scalars(trainer, "validity/", report.to_dict())
     exp.add_text("validity/report", report.to_markdown(), trainer.global_step)
+
+
+def _log_scalars(trainer, prefix: str, d: dict) -> None:
+    exp = getattr(trainer.logger, "experiment", None)
+    for key, value in _flat_scalars(d).items() if exp is not None else ():
+        exp.add_scalar(f"{prefix}{key}", value, trainer.global_step)
 
 
 def _flat_scalars(d: dict, prefix: str = "") -> dict[str, float]:

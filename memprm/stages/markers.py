@@ -22,6 +22,7 @@ from typing import Any
 
 from memprm.atomic import atomic_write_text
 from memprm.configtools import to_dict
+from memprm.models.critic_config import MC_TARGET_FIELDS
 
 log = logging.getLogger("memprm.stages")
 
@@ -108,7 +109,19 @@ def select_sections(cfg: Mapping[str, Any], paths: Iterable[str], ignored: Itera
             node = node.get(k) if isinstance(node, dict) else None
         if isinstance(node, dict):
             node.pop(last, None)
+    _drop_unused_mc_settings(out)
     return out
+
+
+def _drop_unused_mc_settings(sections: dict[str, Any]) -> None:
+    """A critic trained on audit targets (``critic.target=audit``) reads none of the MC-target settings
+    (:data:`~memprm.models.critic_config.MC_TARGET_FIELDS`, ``target`` included): they leave its key, so
+    they cannot redo its work and its key is the one it had before they existed; with ``target=mc`` they are
+    all hashed."""
+    critic = sections.get("critic")
+    if isinstance(critic, dict) and critic.get("target", "audit") == "audit":
+        for name in MC_TARGET_FIELDS:
+            critic.pop(name, None)
 
 
 def stage_key(cfg, stage: str, upstream: Mapping[str, str] = ()) -> StageKey:

@@ -23,6 +23,7 @@ from pathlib import Path
 from memprm.atomic import atomic_write_text
 from memprm.configtools import to_dict
 from memprm.data.records import DataSplits
+from memprm.models.critic_config import MC_TARGET_FIELDS
 from memprm.stages.markers import Markers, StageKey, dialogues_digest, stage_key
 
 log = logging.getLogger("memprm.stages")
@@ -73,6 +74,40 @@ def plan_keys(cfg, splits: DataSplits, stage_one_critic: str | None = None) -> d
         raw, "test", {"calibration": cal, "sft": start, "grpo": trained, "data:test": digest["test"]}
     )
     return keys
+
+
+def stage_one_folder(cfg, run_dir: Path) -> Path:
+    """The folder whose stage one (teacher trajectories, critic) this run uses: ``fit.stage_one_dir``, else
+    ``run_dir``. A ``fit.stage_one_dir`` whose critic was trained on other targets
+    (:func:`critic_target_mismatch`) is not reused by a run with a ``critic`` stage: it trains its own (the
+    log says why), so an MC-target critic never stands in for an audit-target one, nor the reverse."""
+    if not cfg.fit.stage_one_dir:
+        return run_dir
+    other = Path(cfg.fit.stage_one_dir)
+    why = critic_target_mismatch(cfg, other)
+    if why and "critic" in cfg.fit.stages:
+        log.warning("%s: this run trains its own stage one in %s", why, run_dir)
+        return run_dir
+    return other
+
+
+def critic_target_mismatch(cfg, stage_one: Path) -> str | None:
+    """Why the critic in the run folder ``stage_one`` (by its completion marker) was trained on other
+    targets than ``cfg``'s critic would be (``critic.target`` and its ``mc_*`` settings), or None when they
+    are the same or that folder has no critic marker."""
+    doc = Markers(stage_one).read("critic")
+    if doc is None:
+        return None
+    theirs = _targets(doc.get("config", {}).get("critic", {}))
+    ours = _targets(stage_key(cfg, "critic").config["critic"])
+    if theirs == ours:
+        return None
+    return f"the critic in {stage_one} was trained with {theirs}, this run's critic has {ours}"
+
+
+def _targets(critic_section: dict) -> dict:
+    """The target settings a critic key holds (none for ``target=audit``: :mod:`memprm.stages.markers`)."""
+    return {k: critic_section[k] for k in MC_TARGET_FIELDS if k in critic_section} or {"target": "audit"}
 
 
 def write_config(run_dir: Path, text: str) -> int | None:
