@@ -139,6 +139,40 @@ def test_audit_flips_cures_duplicates_and_zero_detection(audit_setup):
     assert AuditResult.from_dict(audit.to_dict()) == audit
 
 
+def test_audit_records_carry_the_versions_read_and_old_files_still_load(audit_setup):
+    """A cited record holds the versions its answer was read from: the reader's ``evidence``, else (a reader
+    that does not say, like this one) the newest. They survive JSON; an audit written before the field loads
+    with none, which :func:`cited_versions` leaves to the newest-version default."""
+    import json
+    from dataclasses import replace
+
+    from memprm.credit import cited_versions
+    from memprm.env.audit import read_versions
+
+    bank, retriever, quiz, reader, ids = audit_setup
+    bank.merge(ids["a"], "biscuit dog story alpha again")  # q1's support now has two versions
+    judge = F1Judge(0.5)
+    cache = ReaderCache(reader, judge)
+    exam = run_exam(bank, quiz, reader, judge, retriever, cache)
+    audit = audit_exam(bank, exam, reader, judge, retriever, cache)
+    assert all(bool(r.versions) == r.cited for r in audit.records)
+    cited = {r.entry_id: r.versions for r in audit.records if r.cited}
+    assert cited[ids["a"]] == (1,)  # the reader did not say: the newest
+    entry = bank.entry(ids["a"])
+    said = ReaderAnswer("Biscuit", (ids["a"],), evidence=((ids["a"], 0), ("e77777", 1)))
+    assert read_versions(said, entry) == (0,)
+    with pytest.raises(ValueError, match="read_versions"):
+        read_versions(ReaderAnswer("Biscuit", (ids["a"],), evidence=((ids["a"], 2),)), entry)
+    assert AuditResult.from_dict(json.loads(json.dumps(audit.to_dict()))) == audit
+    old = audit.to_dict()
+    for r in old["records"]:
+        del r["versions"]
+    loaded = AuditResult.from_dict(old)
+    assert loaded.records == tuple(replace(r, versions=()) for r in audit.records)
+    assert cited_versions(loaded.records) == {}
+    assert cited_versions(audit.records)[ids["a"]] == {1}
+
+
 def test_deleting_a_never_retrieved_entry_leaves_every_reader_input_identical(audit_setup):
     bank, retriever, quiz, _, ids = audit_setup
     for item in quiz.items:

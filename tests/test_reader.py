@@ -89,6 +89,33 @@ def test_reader_uses_newest_version_for_current_value_and_dates_for_when():
     assert when.context_tokens > 0
 
 
+def test_reader_reports_the_version_it_read():
+    """``ReaderAnswer.evidence`` names the (entry, version index) each cited entry was read from: on a
+    3-version chain an earlier-value question reads (and reports) the middle version, a current-value one the
+    newest; a two-fact join reports the bridge entry's matching version and the joined entry's newest."""
+    emb = HashingEmbedder(dim=512)
+    bank = MemoryBank()
+    job = bank.write("profile", "Ana works as a teacher", key="job", timestamp="2023-01-10").entry_id
+    bank.merge(job, "Ana now works as a nurse", timestamp="2023-06-01")
+    bank.merge(job, "Ana now works as a pilot", timestamp="2023-09-01")
+    met = bank.write("event", "Mei went hiking in the hills", timestamp="2023-05-09").entry_id
+    bank.merge(met, "Mei met Ana at the marathon finish line", timestamp="2023-05-10")
+    bank.write("event", "Bo baked sourdough bread", timestamp="2023-05-09")
+    r = Retriever(emb)
+    reader = ExtractiveReader(emb, ReaderConfig(abstain_threshold=0.05))
+
+    def ask(text):
+        return reader.answer(q(text), r.retrieve(bank, text))
+
+    before = ask("What did Ana work as before pilot?")
+    assert (before.answer, before.cited, before.evidence) == ("nurse", (job,), ((job, 1),))
+    now = ask("What does Ana work as now?")
+    assert (now.answer, now.cited, now.evidence) == ("pilot", (job,), ((job, 2),))
+    join = ask("What is the job of the woman who Mei met at the marathon?")
+    assert join.cited == (met, job) and join.evidence == ((met, 1), (job, 2))
+    assert ask("Which violin concerto?").evidence == ()  # an abstention cites and reads nothing
+
+
 def test_time_order_reads_the_newest_of_separate_entries_and_the_one_before():
     """The same fact stored as separate entries (no merge): the chain-aware reader reads the best-matching
     entry whatever its date; with ``reader.time_order`` the newest answers "now" and the older "before"."""

@@ -245,6 +245,61 @@ def test_run_group_hands_out_every_fork_when_asked(setup):
         RolloutConfig(quiz="dialogue")
 
 
+def test_cited_version_credit_goes_to_the_op_that_wrote_the_version_read():
+    """``credit.chain=cited_version``: a hand-played window writes a job, then merges two new values into it
+    (a 3-version chain); the quiz asks the value *before* the newest, which the reader reads from the middle
+    version. Only the Merge that wrote that version gets the entry's credit, not the Write or the newest
+    Merge (the chain's newest version is only the default when the reader does not say what it read)."""
+    from datetime import datetime
+
+    from memprm.data.records import Dialogue, Question, Session, Turn
+    from memprm.env.gates import Action, EnvConfig
+    from memprm.env.memory_env import MemoryEnv
+    from memprm.env.policy import GateSample
+    from memprm.llm.judge import F1Judge
+    from memprm.llm.reader import ExtractiveReader, ReaderConfig
+    from memprm.memory import HashingEmbedder, Retriever
+
+    said = ["I teach kids at the local school every weekday morning.",
+            "I changed careers and spend long shifts on the hospital wards.",
+            "Big news, I fly planes for an airline since last month."]  # fmt: skip
+    values = ["Ana works as a teacher", "Ana now works as a nurse", "Ana now works as a pilot"]
+    turns = tuple(Turn(f"D1:{i + 1}", "Ana", text, 1) for i, text in enumerate(said))
+    question = Question("q1", "What did Ana work as before pilot?", "nurse", "single-hop",
+                        evidence=tuple(t.id for t in turns))  # fmt: skip
+    d = Dialogue("d", ("Ana", "Bo"), (Session(1, datetime(2023, 5, 8), turns),), (question,))
+
+    class NoProbes:
+        def generate(self, dialogue, turns):
+            return []
+
+    class Scripted:
+        """Profile gates: Write the first value, then Merge each next one into it; event gates: Noop."""
+
+        def act(self, obs, *, greedy=False, generator=None):
+            i = [t.id for t in turns].index(obs.turn.id)
+            if obs.layer != "profile":
+                return Action.noop(), GateSample("")
+            if i == 0:
+                return Action("write", values[0], key="job"), GateSample("")
+            return Action("merge", values[i], entry_id=obs.neighbours[0].entry_id), GateSample("")
+
+    emb = HashingEmbedder(dim=512)
+    reader = ExtractiveReader(emb, ReaderConfig(abstain_threshold=0.05))
+    env = MemoryEnv(EnvConfig(), Retriever(emb), reader, F1Judge(), NoProbes())
+
+    def credit(chain: str):
+        runner = GroupRunner(env, CreditConfig(chain=chain), RolloutConfig(group_size=1, shaping="none"))
+        batch, bank = runner.run_group(d, 1, MemoryBank(), MemoryBank(), Scripted(), np.random.default_rng(0))
+        (job,) = bank.entries("profile")
+        assert [v.content for v in job.versions] == values and batch.rollouts[0].task == 1.0
+        return batch.rollouts[0].credit[~batch.rollouts[0].noop]  # the Write, Merge, Merge steps
+
+    every = credit("unnormalized")
+    assert every[0] > 0 and list(every) == [every[0]] * 3  # every op on the chain
+    assert list(credit("cited_version")) == [0.0, every[0], 0.0]  # only the op that wrote "nurse"
+
+
 def test_reward_alignment_tool_reports_signal_beside_test_accuracy(tmp_path, capsys):
     """The tool's per-manager columns compose into the return (no critic: return = R + Σu − Σmiss at unit
     weights), its accuracy is the test protocol's on the same dialogues, and every Spearman is a correlation."""

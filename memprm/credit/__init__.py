@@ -14,7 +14,13 @@ then ``group_advantages([parts.total for each rollout])`` over the group.
 """
 
 from memprm.credit.advantage import GroupAdvantages, GroupStatus, gate_advantages, group_advantages
-from memprm.credit.chains import ChainMode, coverage_penalty, propagate_chain_credit, step_credit
+from memprm.credit.chains import (
+    ChainMode,
+    cited_versions,
+    coverage_penalty,
+    propagate_chain_credit,
+    step_credit,
+)
 from memprm.credit.online_labels import online_labels
 from memprm.credit.presence import CreditConfig, CreditVariant, PresenceWeights, presence_credit
 from memprm.credit.relabel import RelabelResult, relabel_tiers
@@ -70,6 +76,7 @@ __all__ = [
     "TeacherDecision",
     "Tier",
     "TierTargets",
+    "cited_versions",
     "composite_rewards",
     "coverage_penalty",
     "entry_outcomes",

@@ -2,17 +2,18 @@
 
 An entry's credit goes, un-normalized, to every operation on its version chain (DESIGN.md, "Audit and
 credit"); the variants divide it by the chain length or give it only to the versions the reader's evidence
-came from. Noop steps carry no chain credit; their measured signal is the coverage penalty.
+came from (:func:`cited_versions`). Noop steps carry no chain credit; their measured signal is the coverage
+penalty.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from memprm.credit.types import CreditError, Step
+from memprm.credit.types import AuditRecord, CreditError, Step
 
 
 class ChainMode(enum.StrEnum):
@@ -82,6 +83,30 @@ def propagate_chain_credit(
                 )
             out[op_id] = share
     return out
+
+
+def cited_versions(records: Iterable[AuditRecord]) -> dict[str, frozenset[int]]:
+    """``evidence_versions`` for the ``cited_version`` mode: entry id → the versions its evidence came from.
+
+    An entry's evidence versions are those read (``AuditRecord.versions``) on the correctly answered questions
+    that cited it: the answers its positive credit comes from. An entry cited only on wrong answers takes the
+    versions read there, where its toxicity comes from. An entry never cited, or whose records carry no
+    versions (audits written before the field), is left out and :func:`propagate_chain_credit` gives it the
+    default, its newest version.
+
+    >>> rs = [AuditRecord("e1", "q1", 1.0, True, True, True, versions=(0,)),
+    ...       AuditRecord("e1", "q2", 1.0, False, True, True, versions=(2,)),
+    ...       AuditRecord("e2", "q2", 1.0, False, True, True, versions=(1,)),
+    ...       AuditRecord("e3", "q1", 1.0, True, True, False)]
+    >>> {k: sorted(v) for k, v in cited_versions(rs).items()}
+    {'e1': [0], 'e2': [1]}
+    """
+    right: dict[str, set[int]] = {}
+    wrong: dict[str, set[int]] = {}
+    for r in records:
+        if r.cited and r.versions:
+            (right if r.correct else wrong).setdefault(r.entry_id, set()).update(r.versions)
+    return {e: frozenset(right.get(e) or wrong[e]) for e in dict.fromkeys([*right, *wrong])}
 
 
 def step_credit(steps: Sequence[Step], op_credit: Mapping[str, float]) -> np.ndarray:

@@ -45,9 +45,18 @@ class AuditRecord:
     flips: bool | None = None
     cures: bool | None = None
     layer: str = ""  # the retrieval path the entry came from (informational; credit ignores it)
+    #: on a cited record, the indices (0 = oldest) of the entry's versions the answer was read from
+    #: (``ReaderAnswer.evidence``; the newest when the reader did not say): what the ``cited_version`` chain
+    #: credit pays. Empty when not cited, and in audits written before the field existed.
+    versions: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         where = f"AuditRecord(entry_id={self.entry_id!r}, question_id={self.question_id!r})"
+        object.__setattr__(self, "versions", tuple(self.versions))  # a list read back from JSON
+        if self.versions and not self.cited:
+            raise CreditError(f"{where}: versions={self.versions} on a record that is not cited")
+        if any(not isinstance(v, int) or v < 0 for v in self.versions):
+            raise CreditError(f"{where}: versions must be version indices >= 0, got {self.versions}")
         if not self.entry_id or not self.question_id:
             raise CreditError(f"{where}: entry_id and question_id must be non-empty")
         if not (math.isfinite(self.weight) and self.weight > 0):

@@ -7,6 +7,8 @@ DESIGN.md, "Audit and credit":
 - *flips*: correct → wrong when the entry is removed and the question re-answered — tested only for entries
   cited on correct answers;
 - *cures*: wrong → correct when an entry cited on a wrong answer is removed;
+- *versions*: on a cited record, which versions of the entry's chain the answer was read from (the reader's
+  ``ReaderAnswer.evidence``, else the newest), for the ``cited_version`` chain credit;
 - *zero detection*: an entry no question retrieved gets no record and no test. Removing it leaves every
   reader input unchanged token for token (the retrieval invariant), so its deletion cannot change an answer.
 
@@ -23,8 +25,8 @@ from typing import Any
 from memprm.credit.types import AuditRecord
 from memprm.env.exam import ExamResult, ItemResult, ReaderCache
 from memprm.llm.failures import LEDGER
-from memprm.llm.roles import Judge, Reader
-from memprm.memory.bank import MANAGED_LAYERS, MemoryBank
+from memprm.llm.roles import Judge, Reader, ReaderAnswer
+from memprm.memory.bank import MANAGED_LAYERS, Entry, MemoryBank
 from memprm.memory.retriever import Retriever
 
 #: ``reader.max_citations``'s default, for readers without a ``max_citations`` attribute.
@@ -292,6 +294,17 @@ def _records(
                 flips=flips,
                 cures=cures,
                 layer=hit.layer,
+                versions=read_versions(r.answer, hit.entry) if cited else (),
             )
         )
     return out
+
+
+def read_versions(answer: ReaderAnswer, entry: Entry) -> tuple[int, ...]:
+    """The indices of ``entry``'s versions that ``answer`` was read from (``ReaderAnswer.evidence``), sorted;
+    the newest alone when the reader reported none for it (the field's default reading)."""
+    n = len(entry.versions)
+    got = sorted({i for eid, i in answer.evidence if eid == entry.id})
+    if any(not 0 <= i < n for i in got):
+        raise ValueError(f"read_versions: the answer reports versions {got} of {entry.id!r}, which has {n}")
+    return tuple(got) if got else (n - 1,)

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memprm.credit.chains import propagate_chain_credit
+from memprm.credit.chains import ChainMode, cited_versions, propagate_chain_credit
 from memprm.credit.presence import CreditConfig, CreditVariant, presence_credit
 from memprm.env.evaluate import DialogueEval
 from memprm.memory.bank import MANAGED_LAYERS
@@ -62,7 +62,9 @@ def eq6_credit(ev: DialogueEval, credit: CreditConfig) -> dict[str, dict[str, fl
     records = [r for r in ev.audit.records if r.entry_id in managed]
     entries = presence_credit(records, cfg, entry_ids=sorted(managed))
     chains = {k: v for k, v in ev.audit.chains.items() if k in managed}
-    return {"entries": entries, "ops": propagate_chain_credit(entries, chains, cfg.chain)}
+    read = cited_versions(records) if cfg.chain is ChainMode.CITED_VERSION else None
+    ops = propagate_chain_credit(entries, chains, cfg.chain, evidence_versions=read)
+    return {"entries": entries, "ops": ops}
 
 
 def gate_steps(ev: DialogueEval, critic: CriticScore | None) -> list[dict[str, Any]]:

@@ -205,7 +205,9 @@ class ExtractiveReader:
        it shares with the question.
 
     It cites the entries its answer came from: at most two (one chain, or the two entries of a two-fact
-    join), so the audit's citation cap (``max_citations``) never binds it.
+    join), so the audit's citation cap (``max_citations``) never binds it. For each it reports the version it
+    read (``ReaderAnswer.evidence``: the two-fact join's bridge version that matched the clause and the joined
+    entry's newest), which the cited-version chain credit gives the entry's credit to.
     """
 
     def __init__(self, embedder: Embedder, cfg: ReaderConfig | None = None):
@@ -242,7 +244,7 @@ class ExtractiveReader:
         ):
             return ReaderAnswer(ABSTAIN_ANSWER, (), context_tokens=context_tokens)
         entry, version = cands[best][0], cands[best][2]
-        cited = [entry.id]
+        read = [(entry, version)]  # (entry, version) the answer is read from, one per cited entry
         low = q.lower()
         current, previous = _CURRENT.search(low), _PREVIOUS.search(low)
         line = (
@@ -253,15 +255,17 @@ class ExtractiveReader:
         )
         if line is not None and current:
             entry, version = line[-1]
-            cited = [entry.id]
+            read = [(entry, version)]
         elif line is not None and previous and len(line) > 1:
             version = earlier_version([v for _, v in line], q[previous.end() :])
             entry = next(e for e, v in line if v is version)
-            cited = [entry.id]
+            read = [(entry, version)]
         elif current:
             version = entry.versions[-1]
+            read = [(entry, version)]
         elif previous and len(entry.versions) > 1:
             version = earlier_version(entry.versions, q[previous.end() :])
+            read = [(entry, version)]
         elif bridge:
             clause_scores = vecs[1 : 1 + len(cands)] @ vecs[-1]  # [C]
             a = int(np.argmax(clause_scores))
@@ -279,7 +283,7 @@ class ExtractiveReader:
                 b = max(joined, key=lambda i: float(vecs[1 + i] @ d_vec))
                 entry = cands[b][0]
                 version = entry.versions[-1]  # the joined fact's current value
-                cited = [cands[a][0].id, entry.id]
+                read = [(cands[a][0], cands[a][2]), (entry, version)]  # the bridge's matched version, the join
         if _WHEN.search(low):
             found = _ABS_DATE.search(version.content)
             if found:
@@ -290,7 +294,14 @@ class ExtractiveReader:
                 text = extract_span(version.content, q)
         else:
             text = extract_span(_AS_OF.sub("", _DATE_LEAD.sub("", version.content)), q)
-        return ReaderAnswer(text, tuple(dict.fromkeys(cited)), context_tokens=context_tokens)
+        cited = tuple(dict.fromkeys(e.id for e, _ in read))
+        evidence = tuple(dict.fromkeys((e.id, _version_index(e, v)) for e, v in read))
+        return ReaderAnswer(text, cited, context_tokens=context_tokens, evidence=evidence)
+
+
+def _version_index(entry, version) -> int:
+    """The position of ``version`` (the object itself) on ``entry``'s chain, 0 = oldest."""
+    return next(i for i, v in enumerate(entry.versions) if v is version)
 
 
 def overlaps(question: str, contents: list[str]) -> np.ndarray:

@@ -33,6 +33,11 @@ class ReaderAnswer:
     failed: bool = False
     #: the reader's reply had no ``cited`` field (read as citing nothing, counted).
     missing_citations: bool = False
+    #: (entry id, version index) pairs the answer was read from: for each cited entry, the versions of its
+    #: chain (0 = oldest) its evidence came from. Empty means "not reported" (an LLM reader sees whole chains
+    #: and does not say), read as the newest version of each cited entry (DESIGN.md's default for the
+    #: cited-version chain credit); a cited entry without a pair here is read the same way.
+    evidence: tuple[tuple[str, int], ...] = ()
 
 
 class Reader(Protocol):

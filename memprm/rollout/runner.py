@@ -7,8 +7,9 @@
 2. extend the verbatim reference bank by the window and prepare the quiz once (probes + gates + unlocked
    official questions), shared by every rollout, with one reader cache for the group;
 3. examine and audit each fork (online audit: deletion tests only on entries the episode touched) and turn
-   the audit into per-step measurements: verified credit u_t (Eq. 6 → chain propagation), coverage penalty
-   miss_t and the critic's shaping s̃_t (suffix-min by default);
+   the audit into per-step measurements: verified credit u_t (Eq. 6 → chain propagation; under
+   ``credit.chain=cited_version`` only to the versions the reader read, :func:`memprm.credit.cited_versions`),
+   coverage penalty miss_t and the critic's shaping s̃_t (suffix-min by default);
 4. write one fork back as the new mainline, chosen uniformly at random (not the best).
 
 A question whose call failed in any rollout is dropped from every rollout's measurement; that rule and the
@@ -26,7 +27,9 @@ from typing import Literal
 import numpy as np
 
 from memprm.credit import (
+    ChainMode,
     CreditConfig,
+    cited_versions,
     coverage_penalty,
     noop_mask,
     presence_credit,
@@ -159,7 +162,12 @@ class GroupRunner:
             u_entry = presence_credit(
                 audit.records, self.credit, entry_ids=[e.id for e in bank], seed=int(rng.integers(2**31))
             )
-            u = step_credit(play.steps, propagate_chain_credit(u_entry, audit.chains, self.credit.chain))
+            # cited_version credit goes to the versions the reader read (AuditRecord.versions; cited_versions)
+            read = cited_versions(audit.records) if self.credit.chain is ChainMode.CITED_VERSION else None
+            op_credit = propagate_chain_credit(
+                u_entry, audit.chains, self.credit.chain, evidence_versions=read
+            )
+            u = step_credit(play.steps, op_credit)
             miss = coverage_penalty(play.steps, audit.failed_probe_anchors)
             noop = noop_mask(play.steps)
             shaping = self._shaping(play.critic_inputs, noop)
