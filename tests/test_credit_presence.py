@@ -78,6 +78,24 @@ def test_mean_aggregation_is_question_weighted():
     assert presence_credit(rs) == {"e1": -1.0}  # any-cure
 
 
+def test_share_aggregation_splits_each_correct_question_once():
+    cfg = CreditConfig(positive="share")
+    # q1 (weight 1): e1 1.0 and e2 0.6 split it 1/1.6 and 0.6/1.6; q2 (weight 2): e1 alone (0.3 of 0.3);
+    # q3 is wrong: no positive part, e3 keeps its toxicity
+    assert rounded(presence_credit(QUIZ, cfg)) == {"e1": 0.625 + 2.0, "e2": 0.375, "e3": -1.0, "e4": 0.0}
+
+
+def test_share_aggregation_does_not_pay_for_more_entries():
+    # the same correct answer, from one entry or from three retrieved beside it: the question pays 1 in all
+    one = [rec("e1", "q1", True, True, flips=True)]
+    many = one + [rec(f"x{i}", "q1", True, False) for i in range(3)]
+    cfg = CreditConfig(positive="share")
+    assert sum(presence_credit(one, cfg).values()) == pytest.approx(1.0)
+    assert sum(presence_credit(many, cfg).values()) == pytest.approx(1.0)
+    assert presence_credit(many, cfg)["e1"] == pytest.approx(1.0 / 1.9)
+    assert sum(presence_credit(many).values()) == pytest.approx(1.0 + 3 * 0.3)  # max pays per entry
+
+
 def test_custom_weights():
     cfg = CreditConfig(weights=PresenceWeights(retrieved=0.1, cited=0.2, flips=0.7, toxicity=0.5))
     assert rounded(presence_credit(QUIZ, cfg)) == {"e1": 1.0, "e2": 0.3, "e3": -0.5, "e4": 0.0}

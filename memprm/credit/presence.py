@@ -67,7 +67,10 @@ class CreditConfig:
     #: the ladder arm (see :class:`CreditVariant`).
     variant: CreditVariant = CreditVariant.FULL
     weights: PresenceWeights = field(default_factory=PresenceWeights)
-    #: per-entry aggregation of the positive part over the quiz: ``max`` or question-weighted ``mean``.
+    #: per-entry aggregation of the positive part over the quiz: ``max``, question-weighted ``mean``, or
+    #: ``share``: each correctly answered question's weight is split among the entries retrieved for it in
+    #: proportion to their Eq. (6) values, and an entry sums its shares (a question pays at most its weight
+    #: in all, however many entries the bank holds; :func:`presence_credit`).
     positive: str = "max"
     #: per-entry aggregation of the toxicity part: ``any`` or question-weighted ``mean``.
     toxicity: str = "any"
@@ -77,8 +80,8 @@ class CreditConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "variant", CreditVariant(self.variant))
         object.__setattr__(self, "chain", ChainMode(self.chain))
-        if self.positive not in ("max", "mean"):
-            raise CreditError(f"CreditConfig.positive must be 'max' or 'mean', got {self.positive!r}")
+        if self.positive not in ("max", "mean", "share"):
+            raise CreditError(f"CreditConfig.positive must be 'max', 'mean' or 'share', got {self.positive!r}")
         if self.toxicity not in ("any", "mean"):
             raise CreditError(f"CreditConfig.toxicity must be 'any' or 'mean', got {self.toxicity!r}")
 
@@ -100,7 +103,11 @@ def presence_credit(
     (``None``) counts 0. Per entry over the quiz, the positive part and the toxicity part are aggregated
     separately and ``u_i = positive_i − toxicity_i``:
 
-    - positive: ``max`` over the entry's records (default) or the question-weighted ``mean``;
+    - positive: ``max`` over the entry's records (default), the question-weighted ``mean``, or ``share``:
+      ``Σ_q w_q · p_iq / Σ_j p_jq`` over the correctly answered questions, the sum over every entry j
+      (verbatim ones included) retrieved for q. Under ``max`` every retrieved entry of a correct answer earns
+      its tier however many there are, so a bank with more entries collects more credit for the same
+      answers; under ``share`` a correct question pays its weight once, split by Eq. (6)'s tiers;
     - toxicity: ``any`` (w_tox if any record is toxic; default) or the question-weighted ``mean``.
 
     An entry with no records was never retrieved and gets 0 (zero detection). ``config.variant`` picks the
@@ -120,6 +127,9 @@ def presence_credit(
     >>> obs = CreditConfig(variant="observational")
     >>> {k: round(v, 6) for k, v in presence_credit(rs, obs).items()}
     {'e1': 0.6, 'e2': 0.6, 'e3': 0.0}
+    >>> sh = CreditConfig(positive="share")   # q1 splits 1.0 : 0.6; q2 goes to e1 alone
+    >>> {k: round(v, 6) for k, v in presence_credit(rs, sh).items()}
+    {'e1': 1.625, 'e2': 0.375, 'e3': -1.0}
     >>> ms = CreditConfig(variant="matched_scale")      # × (1.0+0.6+1.0)/(0.6+0.6) = 13/6
     >>> {k: round(v, 6) for k, v in presence_credit(rs, ms).items()}
     {'e1': 1.3, 'e2': 1.3, 'e3': 0.0}
@@ -165,12 +175,26 @@ def _shuffle_flips(records: Sequence[AuditRecord], seed: int) -> list[AuditRecor
     return out
 
 
+def _question_shares(rows: Sequence[tuple[AuditRecord, float]]) -> dict[str, float]:
+    """Entry → Σ over questions of ``w_q · p_iq / Σ_j p_jq``, from ``(record, p_iq)`` rows (questions whose
+    values sum to 0 pay nothing)."""
+    totals: dict[str, float] = {}
+    for r, p in rows:
+        totals[r.question_id] = totals.get(r.question_id, 0.0) + p
+    out: dict[str, float] = {}
+    for r, p in rows:
+        if totals[r.question_id] > 0:
+            out[r.entry_id] = out.get(r.entry_id, 0.0) + r.weight * p / totals[r.question_id]
+    return out
+
+
 def _aggregate(
     records: Sequence[AuditRecord], config: CreditConfig, *, use_flips: bool, use_toxicity: bool
 ) -> dict[str, float]:
     w = config.weights
     pos: dict[str, list[tuple[float, float]]] = {}  # entry → [(question weight, value)]
     tox: dict[str, list[tuple[float, float]]] = {}
+    rows: list[tuple[AuditRecord, float]] = []  # (record, p_iq)
     for r in records:
         p = 0.0
         if r.correct:
@@ -181,11 +205,15 @@ def _aggregate(
             )
         t = w.toxicity * float((not r.correct) and r.cited and bool(r.cures)) if use_toxicity else 0.0
         pos.setdefault(r.entry_id, []).append((r.weight, p))
+        rows.append((r, p))
         tox.setdefault(r.entry_id, []).append((r.weight, t))
+    shared = _question_shares(rows) if config.positive == "share" else {}
     out: dict[str, float] = {}
     for e, pairs in pos.items():
         total_w = sum(q for q, _ in pairs)
-        if config.positive == "max":
+        if config.positive == "share":
+            p = shared.get(e, 0.0)
+        elif config.positive == "max":
             p = max(v for _, v in pairs)
         else:
             p = sum(q * v for q, v in pairs) / total_w
