@@ -34,6 +34,10 @@ class CreditVariant(enum.StrEnum):
     - ``shuffled_flip``: Eq. (6) after permuting the flip outcomes among the tested records (those with
       ``flips`` not None) with ``numpy.random.default_rng(seed)``. The number of flips is kept; which entry
       gets one becomes uninformative.
+    - ``gold``: no audit: an entry whose source turns hold the gold evidence of a correctly answered quiz
+      question gets credit (:func:`memprm.credit.gold.gold_credit`, aggregated by ``positive``; a probe's
+      evidence is its anchor turn). It is computed from the bank and the quiz's evidence labels, not from
+      audit records, so :func:`presence_credit` refuses it; the rollouts skip the deletion tests.
     """
 
     FULL = "full"
@@ -42,6 +46,7 @@ class CreditVariant(enum.StrEnum):
     TOXICITY_ONLY = "toxicity_only"
     MATCHED_SCALE = "matched_scale"
     SHUFFLED_FLIP = "shuffled_flip"
+    GOLD = "gold"
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,11 @@ def presence_credit(
     """
     config = config or CreditConfig()
     variant = config.variant
+    if variant is CreditVariant.GOLD:
+        raise CreditError(
+            "presence_credit: variant 'gold' is computed from the bank's source turns and the quiz's gold "
+            "evidence, not from audit records (memprm.credit.gold.gold_credit)"
+        )
     if variant is CreditVariant.SHUFFLED_FLIP:
         if seed is None:
             raise CreditError("presence_credit: variant 'shuffled_flip' needs a seed")

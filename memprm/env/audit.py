@@ -4,8 +4,7 @@ DESIGN.md, "Audit and credit":
 
 - *retrieved*: the entry came back on one of the question's layer paths (the path is recorded);
 - *cited*: the reader named it among the entries it used (citations were machine-checked on reading);
-- *flips*: correct → wrong when the entry is removed and the question re-answered — tested only for entries
-  cited on correct answers;
+- *flips*: correct → wrong when the entry is removed and the question re-answered (cited on correct answers);
 - *cures*: wrong → correct when an entry cited on a wrong answer is removed;
 - *versions*: on a cited record, which versions of the entry's chain the answer was read from (the reader's
   ``ReaderAnswer.evidence``, else the newest), for the ``cited_version`` chain credit;

@@ -13,9 +13,11 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from memprm.credit.gold import EvidenceKept
 from memprm.data.records import Dialogue
 from memprm.env.audit import AuditResult, audit_exam
 from memprm.env.exam import ExamResult, Quiz, QuizItem, ReaderCache, run_exam
+from memprm.env.gold_evidence import bank_evidence_kept, quiz_evidence
 from memprm.env.memory_env import Manager, MemoryEnv, WindowPlay
 from memprm.eval.significance import Interval, clustered_interval
 from memprm.llm.failures import FailureGuard
@@ -40,6 +42,10 @@ class EvalResult:
     #: per dialogue: questions scored and answered correctly (the clusters of :meth:`interval`).
     per_dialogue_questions: dict[str, int] = field(default_factory=dict)
     per_dialogue_correct: dict[str, int] = field(default_factory=dict)
+    #: share of the questions' gold evidence turns (distinct per dialogue, pooled over the dialogues) that
+    #: some managed entry of the final bank holds among its source turns
+    #: (:func:`memprm.env.gold_evidence.bank_evidence_kept`); None without evidence or in older results.
+    evidence_kept: float | None = None
 
     def interval(self, level: float = 0.95) -> Interval:
         """The dialogue-clustered ``level`` interval of :attr:`accuracy`
@@ -57,6 +63,8 @@ class EvalResult:
             f"{prefix}/versions_per_entry": self.versions_per_entry,
         }
         out |= {f"{prefix}/accuracy_{k}": v for k, v in self.by_category.items()}
+        if self.evidence_kept is not None:
+            out[f"{prefix}/evidence_kept"] = self.evidence_kept
         return out
 
 
@@ -87,12 +95,14 @@ def evaluate_manager(
     exams: list[tuple[str, ExamResult]] = []
     sizes = []
     flips = tested = 0
+    evidence = EvidenceKept(0, 0)
     guard = FailureGuard()
     bar = progress_bar(dialogues, desc=desc, unit="dialogue", enabled=progress)
     for d in bar:
         bank = MemoryBank()
         plays = tuple(env.play_window(d, s.index, bank, manager) for s in d.sessions)
-        exam = run_exam(bank, official_quiz(d), env.reader, env.judge, env.retriever, cache)
+        quiz = official_quiz(d)
+        exam = run_exam(bank, quiz, env.reader, env.judge, env.retriever, cache)
         audited = audit_exam(bank, exam, env.reader, env.judge, env.retriever, cache) if audit else None
         if audited is not None:
             tested += len({r.entry_id for r in audited.records if r.flips is not None})
@@ -106,7 +116,8 @@ def evaluate_manager(
             raise
         exams.append((d.id, exam))
         sizes.append(bank.stats(MANAGED_LAYERS))
-    return summarize_exams(exams, sizes, flips=flips, tested=tested)
+        evidence += bank_evidence_kept(bank, quiz_evidence(quiz))
+    return summarize_exams(exams, sizes, flips=flips, tested=tested, evidence=evidence)
 
 
 def official_quiz(dialogue: Dialogue) -> Quiz:
@@ -119,9 +130,11 @@ def summarize_exams(
     sizes: Sequence[Mapping[str, float]],
     flips: int = 0,
     tested: int = 0,
+    evidence: EvidenceKept | None = None,
 ) -> EvalResult:
     """The :class:`EvalResult` of per-dialogue exams ``(dialogue id, exam)`` and final-bank sizes
-    (``MemoryBank.stats``, one per dialogue): failed items are counted, never scored."""
+    (``MemoryBank.stats``, one per dialogue): failed items are counted, never scored. ``evidence``: the
+    final banks' gold evidence turns kept, summed over the dialogues."""
     correct: dict[str, list[bool]] = defaultdict(list)
     per_dialogue, tokens = {}, []
     per_questions: dict[str, int] = {}
@@ -151,6 +164,7 @@ def summarize_exams(
         failed=failed,
         per_dialogue_questions=per_questions,
         per_dialogue_correct=per_correct,
+        evidence_kept=evidence.share if evidence is not None else None,
     )
 
 

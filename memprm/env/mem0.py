@@ -19,9 +19,11 @@ from typing import Literal
 
 import numpy as np
 
+from memprm.credit.gold import EvidenceKept
 from memprm.data.records import Dialogue, Turn
 from memprm.env.evaluate import EvalResult, official_quiz, summarize_exams
 from memprm.env.exam import ReaderCache, run_exam
+from memprm.env.gold_evidence import bank_evidence_kept, quiz_evidence
 from memprm.env.memory_env import MemoryEnv, session_timestamp
 from memprm.llm.failures import FailureGuard
 from memprm.llm.notes import Note, NoteWriter
@@ -193,6 +195,9 @@ def evaluate_mem0(
     cfg = cfg or Mem0Config()
     banks = [build_store(env, d, cfg).to_bank() for d in dialogues]
     sizes = [b.stats(MANAGED_LAYERS) for b in banks]
+    evidence = EvidenceKept(0, 0)
+    for d, bank in zip(dialogues, banks, strict=True):
+        evidence += bank_evidence_kept(bank, quiz_evidence(official_quiz(d)))
     out = {}
     for k in cfg.top_k:
         cache, flat, guard = (
@@ -204,5 +209,5 @@ def evaluate_mem0(
         for d, bank in zip(dialogues, banks, strict=True):
             exams.append((d.id, run_exam(bank, official_quiz(d), env.reader, env.judge, flat, cache)))
             guard.check(f"mem0 top-{k}, dialogue {d.id}")
-        out[k] = summarize_exams(exams, sizes)
+        out[k] = summarize_exams(exams, sizes, evidence=evidence)
     return out

@@ -156,12 +156,20 @@ class MemoryEnv:
         return PreparedQuiz(quiz, report, len(generated))
 
     def examine(
-        self, bank: MemoryBank, quiz: Quiz, cache: ReaderCache, play: WindowPlay | None = None
+        self,
+        bank: MemoryBank,
+        quiz: Quiz,
+        cache: ReaderCache,
+        play: WindowPlay | None = None,
+        deletion_tests: bool = True,
     ) -> tuple[ExamResult, AuditResult]:
         """Exam + audit of ``bank``. With ``play`` (online), deletion tests are limited to the entries the
-        episode's operations touched (:func:`memprm.env.audit.episode_entries`)."""
+        episode's operations touched (:func:`memprm.env.audit.episode_entries`); ``deletion_tests=False``
+        runs none (records keep ``flips`` / ``cures`` untested: the ``gold`` credit arm needs no audit)."""
         exam = run_exam(bank, quiz, self.reader, self.judge, self.retriever, cache)
         only = episode_entries(bank, [s.op_id for s in play.steps]) if play is not None else None
+        if not deletion_tests:
+            only = frozenset()
         return exam, audit_exam(bank, exam, self.reader, self.judge, self.retriever, cache, only_entries=only)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -39,9 +39,9 @@ from memprm.rollout.batches import GroupBatch
 
 #: status of a group whose rollouts have no gate step at all (nothing to train; counted, not an error).
 EMPTY = "empty"
-BANK_STATS = ("entries", "versions_per_entry", "context_tokens")
+BANK_STATS = ("entries", "versions_per_entry", "context_tokens", "evidence_kept")
 #: ``GroupBatch.stats`` keys logged (as means over groups) by prefix.
-GROUP_STAT_PREFIXES = ("audit/", "probe/", "reader/", "llm/")
+GROUP_STAT_PREFIXES = ("audit/", "probe/", "reader/", "llm/", "local/")
 _LOGPROB_TOL = 1e-4  # float32 log-softmax may round a log-prob of ~0 slightly above 0
 
 
@@ -56,12 +56,15 @@ class PreparedBatch:
     statuses: tuple[str, ...]  # [n_groups] GroupStatus value, or EMPTY
     group_advantages: tuple[tuple[np.ndarray, ...], ...]  # [n_groups][G][T_i] as group_advantages gave
     breakdowns: tuple[RewardBreakdown, ...]  # every rollout with steps, all groups
-    tasks: np.ndarray  # [n_rollouts] R of every rollout of every group
+    tasks: np.ndarray  # [n_rollouts] R of every rollout of every whole-window group
     bank: tuple[tuple[str, float], ...]  # (key, mean over rollouts carrying it) for BANK_STATS present
     #: (key, mean over the groups carrying it) of the groups' ``audit/*``, ``probe/*``, ``reader/*``, ``llm/*``
     group_stats: tuple[tuple[str, float], ...] = ()
     #: gate mode: mean over the kept groups of each component's share of the advantage mass (COMPONENTS order)
     advantage_shares: tuple[float, ...] = ()
+    #: [n_groups] True for a local re-run group (``GroupBatch.origin``), and R of every rollout of those
+    local: tuple[bool, ...] = ()
+    local_tasks: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def n_groups(self) -> int:
@@ -76,14 +79,18 @@ class PreparedBatch:
           includes w_task·R at each rollout's last step); ``reward/shaping_share`` over all rollouts;
         - ``grpo/groups``, ``grpo/steps`` (gate samples that entered the loss), ``grpo/zero_variance_frac``,
           ``grpo/identical_frac``, ``grpo/empty_frac`` and ``grpo/skipped_frac`` (their sum), ``grpo/lambda``;
-        - ``bank/entries``, ``bank/versions_per_entry``, ``bank/context_tokens``: means over the rollouts
-          whose ``RolloutSteps.stats`` carry the key;
+        - ``bank/entries``, ``bank/versions_per_entry``, ``bank/context_tokens``, ``bank/evidence_kept``:
+          means over the whole-window groups' rollouts whose ``RolloutSteps.stats`` carry the key;
+        - local re-run groups (:mod:`memprm.rollout.local_groups`) count in ``grpo/*``; besides,
+          ``local/groups``, ``local/zero_variance_frac``, ``local/task_accuracy`` (their mean R, not in
+          ``task/accuracy``) and, from their stats, ``local/identical_actions`` (share of local groups whose
+          re-runs took the same actions), ``local/reader_calls``, ``local/dropped_questions``;
         - ``audit/*`` (reader calls of building, answering and auditing a quiz; failure and citation
           counts), ``reader/missing_citations``, ``probe/*`` and ``llm/*``: means over the groups whose
           ``GroupBatch.stats`` carry the key (:mod:`memprm.rollout.runner`).
         """
         steps = list(self.breakdowns)
-        out = {"task/accuracy": float(self.tasks.mean())}
+        out = {"task/accuracy": float(self.tasks.mean())} if len(self.tasks) else {}
         if steps:
             for name in ("credit", "miss", "shaping", "total"):
                 out[f"reward/{name}"] = float(np.concatenate([getattr(b, name) for b in steps]).mean())
@@ -98,6 +105,12 @@ class PreparedBatch:
         out["grpo/empty_frac"] = counts[EMPTY] / n
         out["grpo/skipped_frac"] = (n - counts[GroupStatus.OK]) / n
         out["grpo/lambda"] = float(lam)
+        local = [st for st, is_local in zip(self.statuses, self.local, strict=True) if is_local]
+        if local:
+            out["local/groups"] = float(len(local))
+            zero = sum(st == GroupStatus.ZERO_VARIANCE for st in local)
+            out["local/zero_variance_frac"] = zero / len(local)
+            out["local/task_accuracy"] = float(self.local_tasks.mean())
         out.update({f"bank/{k}": v for k, v in self.bank})
         out.update(dict(self.group_stats))
         return out
@@ -115,6 +128,10 @@ def mean_over_ranks(per_rank: Sequence[dict[str, float]]) -> dict[str, float]:
 def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> PreparedBatch:
     """Weigh, normalize and flatten ``groups`` (steps 1–3 of the module docstring). Pure: no torch.
 
+    A local re-run group (``GroupBatch.origin``) gets outcome advantages on its rollouts' R whatever
+    ``grpo.advantage_mode`` says (no composite reward: its rollouts carry no credit, penalty or shaping), and
+    stays out of ``tasks``, ``bank`` and ``breakdowns`` (it is reported under ``local/*``).
+
     Bad input raises ``ValueError`` naming the group (dialogue, window), the rollout and the field.
     """
     if not groups:
@@ -126,6 +143,7 @@ def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> 
     breakdowns: list[RewardBreakdown] = []
     shares: list[tuple[float, ...]] = []  # gate mode: each kept group's component shares of the advantage
     tasks: list[float] = []
+    local_tasks: list[float] = []
     bank: dict[str, list[float]] = {k: [] for k in BANK_STATS}
     for g in groups:
         if not isinstance(g, GroupBatch):
@@ -134,8 +152,8 @@ def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> 
         if g.group_size == 0:
             raise ValueError(f"{where}: the group has no rollouts")
         for i, r in enumerate(g.rollouts):
-            tasks.append(float(r.task))
-            for k in BANK_STATS:
+            (local_tasks if g.is_local else tasks).append(float(r.task))
+            for k in BANK_STATS if not g.is_local else ():
                 if k in r.stats:
                     v = float(r.stats[k])
                     if not math.isfinite(v):
@@ -152,7 +170,7 @@ def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> 
                 "a rollout without steps beside rollouts with steps is inconsistent"
             )
         parts = []
-        for i, r in enumerate(g.rollouts):
+        for i, r in enumerate(g.rollouts if not g.is_local else ()):
             try:
                 parts.append(
                     composite_rewards(r.task, r.credit, r.miss, r.shaping, lam=lam, weights=cfg.weights)
@@ -161,7 +179,14 @@ def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> 
                 raise ValueError(f"{where}, rollout {i}: {exc}") from exc
         breakdowns.extend(parts)
         try:
-            if cfg.advantage_mode == "gate":  # per component, standardized, then weighted
+            if g.is_local:  # a local re-run group: outcome advantages on its window quiz's R
+                ga = group_advantages(
+                    [np.zeros(r.n_steps) for r in g.rollouts],
+                    "outcome",
+                    outcomes=[r.task for r in g.rollouts],
+                    eps=cfg.adv_eps,
+                )
+            elif cfg.advantage_mode == "gate":  # per component, standardized, then weighted
                 w = cfg.weights
                 ga = gate_advantages(
                     [np.stack([getattr(b, c) for c in COMPONENTS]) for b in parts],
@@ -209,6 +234,8 @@ def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> 
         bank=tuple((k, float(np.mean(v))) for k, v in bank.items() if v),
         group_stats=_group_means(groups, GROUP_STAT_PREFIXES),
         advantage_shares=tuple(float(v) for v in np.mean(shares, axis=0)) if shares else (),
+        local=tuple(g.is_local for g in groups),
+        local_tasks=np.array(local_tasks, dtype=np.float64),
     )
 
 

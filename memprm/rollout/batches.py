@@ -42,15 +42,32 @@ class RolloutSteps:
 
 
 @dataclass(frozen=True)
+class LocalOrigin:
+    """Where a local re-run group started (:mod:`memprm.rollout.local_groups`): the whole-window group's
+    window and the index of its rollout whose final bank the re-runs were forked from."""
+
+    window: int
+    rollout: int
+
+
+@dataclass(frozen=True)
 class GroupBatch:
-    """G rollouts of one episode (one dialogue window), forked from the same mainline bank."""
+    """G rollouts of one episode (one dialogue window), forked from the same mainline bank; or, with
+    ``origin``, a local re-run group: k re-runs of ``window`` from one earlier rollout's bank, rewarded with
+    the window quiz's R alone (outcome advantages)."""
 
     dialogue_id: str
     window: int
     rollouts: tuple[RolloutSteps, ...]
     quiz_size: int
-    write_back: int  # index of the rollout whose bank became the mainline (chosen at random)
+    #: index of the rollout whose bank became the mainline (chosen at random); None for a local group.
+    write_back: int | None
     stats: dict[str, float] = field(default_factory=dict)  # probe gate rates, timings, …
+    origin: LocalOrigin | None = None
+
+    @property
+    def is_local(self) -> bool:
+        return self.origin is not None
 
     @property
     def group_size(self) -> int:

@@ -8,7 +8,8 @@ from its own mainline bank; after a dialogue's last window its banks start over 
 A run resumed from a checkpoint plays the same episodes as one that was never interrupted (what is saved, and
 how the batch fetched ahead is replayed: :meth:`RolloutDataModule.state_dict`).
 Under DDP each rank takes the dialogues ``dialogues[rank::world_size]`` and seeds its generators with
-``seed + rank``, so ranks play different episodes.
+``seed + rank``, so ranks play different episodes. The loader ends before a batch whose whole-window groups
+would take the rollouts played past ``rollout_data.max_rollouts`` (local re-runs count too).
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from memprm.data.records import Dialogue
 from memprm.memory.bank import MemoryBank
-from memprm.rollout.batches import GroupBatch
+from memprm.rollout.batches import GroupBatch, LocalOrigin
 from memprm.rollout.datamodule_config import RolloutDataConfig
 from memprm.rollout.heap import release_freed_memory
+from memprm.rollout.local_groups import run_local_group
 
 
 class _Episodes(IterableDataset):
@@ -34,9 +36,10 @@ class _Episodes(IterableDataset):
         self.dm = dm
 
     def __iter__(self) -> Iterator[list[GroupBatch]]:
-        while True:
+        n, size = self.dm.cfg.groups_per_batch, self.dm.runner.cfg.group_size
+        while self.dm.budget_allows(n * size):  # the loader ends at rollout_data.max_rollouts
             self.dm.before_batch()
-            batch = [self.dm.next_group() for _ in range(self.dm.cfg.groups_per_batch)]
+            batch = [g for i in range(n) for g in self.dm.next_groups((n - 1 - i) * size)]
             if self.dm.cfg.release_memory:
                 release_freed_memory()
             yield batch
@@ -68,6 +71,7 @@ class RolloutDataModule(LightningDataModule):
         self.rng = np.random.default_rng(self.cfg.seed + self.rank)
         self.generator = torch.Generator().manual_seed(self.cfg.seed + self.rank)
         self.episodes = 0
+        self.rollouts = 0  # rollouts played: G per episode plus k per local re-run group
         self.seen: list[tuple[str, int]] = []  # (dialogue, window) of every episode played here
         self._pending: deque[dict[str, Any]] = deque()  # state before each batch not yet trained on
 
@@ -82,13 +86,48 @@ class RolloutDataModule(LightningDataModule):
         if trainer is not None and (trainer.global_rank, trainer.world_size) != (self.rank, self.world_size):
             self.rank, self.world_size = trainer.global_rank, trainer.world_size
             self._reset_state()
+        if self.world_size > 1 and self.cfg.max_rollouts and self.runner.cfg.local.p > 0:
+            raise ValueError(
+                "rollout_data.max_rollouts with local re-run groups (rollout.local.p > 0) would end the ranks "
+                "at different batches (each rank draws its own re-runs); run on one process"
+            )
 
     @property
     def rollouts_played(self) -> int:
-        """Rollouts this rank has played (episodes × G), skipped zero-variance groups included."""
-        return self.episodes * self.runner.cfg.group_size
+        """Rollouts this rank has played (episodes × G plus k per local re-run group), skipped zero-variance
+        groups included."""
+        return self.rollouts
 
-    def next_group(self) -> GroupBatch:
+    def budget_allows(self, rollouts: int) -> bool:
+        """Whether ``rollouts`` more stay within ``rollout_data.max_rollouts`` (always, when it is 0)."""
+        return not self.cfg.max_rollouts or self.rollouts + rollouts <= self.cfg.max_rollouts
+
+    def next_groups(self, reserve: int = 0) -> list[GroupBatch]:
+        """The next episode's group, then, with probability ``rollout.local.p`` when its dialogue has a next
+        window, a local re-run group of that window from one of its rollouts' banks, chosen at random
+        (:mod:`memprm.rollout.local_groups`). The re-runs are skipped when they would leave fewer than
+        ``reserve`` rollouts (the batch's main groups still to come) of ``rollout_data.max_rollouts``."""
+        local = self.runner.cfg.local
+        if local.p <= 0:
+            return [self.next_group()]
+        d = self.dialogues[self.cursor % len(self.dialogues)]
+        pos = self.next_window[d.id]
+        forks: list[MemoryBank] = []
+        group = self.next_group(forks)
+        if pos + 1 >= len(d.sessions) or self.rng.random() >= local.p:
+            return [group]
+        j = int(self.rng.integers(len(forks)))
+        if not self.budget_allows(local.k + reserve):
+            return [group]
+        rerun = run_local_group(
+            self.runner.env, d, d.sessions[pos + 1].index, forks[j], self.reference[d.id], self.policy,
+            local.k, LocalOrigin(group.window, j), self.runner.stopwatch, self.generator,
+        )  # fmt: skip
+        self.rollouts += rerun.group_size
+        return [group, rerun]
+
+    def next_group(self, forks: list[MemoryBank] | None = None) -> GroupBatch:
+        """The next episode's whole-window group; ``forks``, when given, receives its rollouts' final banks."""
         d = self.dialogues[self.cursor % len(self.dialogues)]
         self.cursor += 1
         pos = self.next_window[d.id]
@@ -101,9 +140,11 @@ class RolloutDataModule(LightningDataModule):
             self.policy,
             self.rng,
             self.generator,
+            forks=forks,
         )
         self.seen.append((d.id, session.index))
         self.episodes += 1
+        self.rollouts += batch.group_size
         if pos + 1 < len(d.sessions):
             self.next_window[d.id], self.mainline[d.id] = pos + 1, new_mainline
         else:  # the dialogue is over: start it again from empty banks
@@ -149,6 +190,7 @@ class RolloutDataModule(LightningDataModule):
             "rng": self.rng.bit_generator.state,
             "generator": self.generator.get_state(),
             "episodes": self.episodes,
+            "rollouts": self.rollouts,
             "seen": list(self.seen),
         }
 
@@ -169,5 +211,7 @@ class RolloutDataModule(LightningDataModule):
         self.generator = torch.Generator()
         self.generator.set_state(state["generator"])
         self.episodes = int(state["episodes"])
+        # checkpoints written before local re-runs existed: G rollouts per episode
+        self.rollouts = int(state.get("rollouts", self.episodes * self.runner.cfg.group_size))
         self.seen = [tuple(x) for x in state["seen"]]
         self._pending.clear()

@@ -7,13 +7,12 @@
 2. extend the verbatim reference bank by the window and prepare the quiz once (probes + gates + unlocked
    official questions), shared by every rollout, with one reader cache for the group;
 3. examine and audit each fork (online audit: deletion tests only on entries the episode touched) and turn
-   the audit into per-step measurements: verified credit u_t (Eq. 6 → chain propagation; under
-   ``credit.chain=cited_version`` only to the versions the reader read, :func:`memprm.credit.cited_versions`),
-   coverage penalty miss_t and the critic's shaping s̃_t (suffix-min by default);
+   the audit into per-step measurements: verified credit u_t (Eq. 6 → chain propagation; ``cited_version``:
+   only to the versions read), coverage penalty miss_t and the critic's shaping s̃_t (suffix-min by default);
 4. write one fork back as the new mainline, chosen uniformly at random (not the best).
 
-A question whose call failed in any rollout is dropped from every rollout's measurement; that rule and the
-group's stats are on :meth:`GroupRunner.run_group`.
+A question whose call failed in any rollout is dropped from every rollout's measurement; that rule, the
+``gold`` credit arm and the group's stats are on :meth:`GroupRunner.run_group`.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -29,6 +28,7 @@ import numpy as np
 from memprm.credit import (
     ChainMode,
     CreditConfig,
+    CreditVariant,
     cited_versions,
     coverage_penalty,
     noop_mask,
@@ -42,11 +42,13 @@ from memprm.credit.online_labels import online_labels
 from memprm.data.records import Dialogue
 from memprm.env.audit import AuditCounts, exclude_questions
 from memprm.env.exam import ReaderCache
+from memprm.env.gold_evidence import bank_evidence_kept, gold_entry_credit, quiz_evidence
 from memprm.env.memory_env import MemoryEnv, advance_reference
-from memprm.env.policy import GateSample
 from memprm.llm import failures
 from memprm.memory.bank import MANAGED_LAYERS, MemoryBank
 from memprm.rollout.batches import GroupBatch, RolloutSteps
+from memprm.rollout.forks import play_forks
+from memprm.rollout.local_groups import LocalRerunConfig
 from memprm.timing import Stopwatch
 
 CriticScore = Callable[[list[str]], np.ndarray]  # rendered operations -> φ [N]
@@ -67,6 +69,8 @@ class RolloutConfig:
     #: or ``cumulative`` (every question unlocked so far, re-asked of the bank as it now is; the last window
     #: asks the whole dialogue, as the test protocol does). The probes are the window's own either way.
     quiz: str = "window"
+    #: local re-run groups (the ``local_reroll`` arm; :mod:`memprm.rollout.local_groups`): off at ``p`` = 0.
+    local: LocalRerunConfig = field(default_factory=LocalRerunConfig)
 
     def __post_init__(self) -> None:
         if self.group_size < 1:
@@ -117,6 +121,11 @@ class GroupRunner:
         (:func:`memprm.env.audit.exclude_questions`) — so the rollouts are compared on the same questions and
         no advantage comes from a failed call; the number dropped is ``audit/group_dropped_questions``.
 
+        Under ``credit.variant=gold`` the entry credit comes from the quiz's gold evidence
+        (:func:`memprm.env.gold_evidence.gold_entry_credit`) and no deletion test runs. Every rollout's
+        ``stats["evidence_kept"]`` is the share of the quiz's evidence turns its managed entries hold (absent
+        for a quiz without evidence; logged as ``bank/evidence_kept``).
+
         Wall time is split into policy, critic, embedding and the rest (``stats["time/..."]``). The group's
         LLM traffic (``llm/<role>/<counter>``, ``llm/questions``, ``llm/failures``, ``llm/failure_share``:
         what the group's calls added to :mod:`memprm.llm.stats`), its audits' failure and citation counts
@@ -128,18 +137,8 @@ class GroupRunner:
         sw, t0 = self.stopwatch, time.perf_counter()
         before, llm_before = dict(sw.seconds), failures.snapshot()
         banks = [mainline.fork() for _ in range(self.cfg.group_size)]
-        plays, samples = [], []
-        for bank in banks:
-            recorded: list[GateSample] = []
-
-            def manager(obs, recorded=recorded):
-                with sw("policy"):
-                    action, sample = policy.act(obs, greedy=greedy, generator=generator)
-                recorded.append(sample)
-                return action
-
-            plays.append(self.env.play_window(dialogue, window, bank, manager))
-            samples.append(tuple(recorded))
+        played = play_forks(self.env, dialogue, window, banks, policy, sw, greedy=greedy, generator=generator)
+        plays, samples = [fp.play for fp in played], [fp.samples for fp in played]
         advance_reference(reference, dialogue, window)
         cache = ReaderCache(self.env.reader, self.env.judge)
         prepared = self.env.prepare_quiz(
@@ -149,9 +148,11 @@ class GroupRunner:
         # reader calls (cache misses) of the probe gates, the group's exams and their audits
         calls = {"gate": cache.reader_calls, "quiz": 0, "audit": 0}
         examined = []
+        gold = self.credit.variant is CreditVariant.GOLD
+        evidence = quiz_evidence(prepared.quiz)
         for bank, play in zip(banks, plays, strict=True):
             c0 = cache.reader_calls
-            exam, audit = self.env.examine(bank, prepared.quiz, cache, play)
+            exam, audit = self.env.examine(bank, prepared.quiz, cache, play, deletion_tests=not gold)
             audits.add(audit.counts)
             calls["audit"] += audit.counts.reader_calls
             calls["quiz"] += cache.reader_calls - c0 - audit.counts.reader_calls
@@ -159,9 +160,12 @@ class GroupRunner:
         failed = {r.item.question.id for exam, _ in examined for r in exam.results if r.failed}
         for bank, play, recorded, (exam, audit) in zip(banks, plays, samples, examined, strict=True):
             audit = exclude_questions(audit, exam, failed)
-            u_entry = presence_credit(
-                audit.records, self.credit, entry_ids=[e.id for e in bank], seed=int(rng.integers(2**31))
-            )
+            seed = int(rng.integers(2**31))
+            if gold:  # from the quiz's gold evidence, not the audit (memprm.credit.gold)
+                u_entry = gold_entry_credit(bank, prepared.quiz, audit.correct, self.credit.positive)
+            else:
+                ids = [e.id for e in bank]
+                u_entry = presence_credit(audit.records, self.credit, entry_ids=ids, seed=seed)
             # cited_version credit goes to the versions the reader read (AuditRecord.versions; cited_versions)
             read = cited_versions(audit.records) if self.credit.chain is ChainMode.CITED_VERSION else None
             op_credit = propagate_chain_credit(
@@ -176,6 +180,9 @@ class GroupRunner:
                 "invalid_actions": float(play.invalid_actions),
                 "deletion_tests": float(audit.counts.deletion_tests),
             }
+            kept = bank_evidence_kept(bank, evidence).share
+            if kept is not None:  # a quiz with gold evidence
+                stats["evidence_kept"] = kept
             lab_u, lab_rr = online_labels(play.steps, audit.records, audit.chains, audit.failed_probe_anchors)
             rollouts.append(
                 RolloutSteps(

@@ -5,9 +5,9 @@ into a :class:`GroupRunner`, injected into the :class:`RolloutDataModule`; the c
 without shaping) is reached through a :class:`CriticHandle`, so a refresh swaps what the rollouts use; the
 callbacks are λ(k) annealing, critic refresh (off by default), dev-checkpoint selection on the dev
 *selection* half, the shaping-share and policy-drift monitors and the LLM-failure stop. Logs go to
-``tb/grpo``; the stage ends at ``grpo.max_steps`` optimizer steps or ``grpo.batch_budget`` batches, whichever
-first, with the best policy by dev accuracy loaded. A killed stage resumes from ``grpo/checkpoints/last.ckpt``
-(:func:`train_grpo`).
+``tb/grpo``; the stage ends at ``grpo.max_steps`` optimizer steps, ``grpo.batch_budget`` batches or
+``rollout_data.max_rollouts`` rollouts, whichever first, with the best policy by dev accuracy loaded. A killed
+stage resumes from ``grpo/checkpoints/last.ckpt`` (:func:`train_grpo`).
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ class GRPOStageResult:
     outside_models_share: float  # rollout wall time outside policy / critic / embedding forwards
     start_step: int = 0  # the optimizer step this process started from (> 0 after a resume)
     sum_scale: float | None = None  # rollout.sum_scale resolved (None: shaping is not sum)
+    #: rollouts played on all ranks (local re-runs included; a batch the loader fetched ahead too)
+    rollouts: int = 0
 
 
 def grpo(cfg, run: Run) -> StageResult:
@@ -184,11 +186,15 @@ def train_grpo(cfg, run: Run) -> GRPOStageResult:
         atomic_write_text(
             run_dir / "grpo" / "critic_refresh.json", json.dumps({"history": history}, indent=1)
         )
+    rollouts = dm.rollouts_played * trainer.world_size
     if trainer.global_step < cfg.grpo.max_steps:
+        cap = cfg.rollout_data.max_rollouts
         warnings.warn(
-            f"GRPO stopped at its batch budget ({batches} of grpo.max_batches = {budget} batches) after "
+            f"GRPO stopped at its batch budget ({batches} of grpo.max_batches = {budget} batches; {rollouts} "
+            f"rollouts{f', rollout_data.max_rollouts = {cap} per rank' if cap else ''}) after "
             f"{trainer.global_step} of grpo.max_steps = {cfg.grpo.max_steps} optimizer steps: batches whose "
-            "groups all had equal rewards took no step (see grpo/skipped_frac in TensorBoard)",
+            "groups all had equal rewards took no step (see grpo/skipped_frac in TensorBoard)"
+            + (", and local re-runs took rollouts of the budget" if cfg.rollout.local.p > 0 else ""),
             stacklevel=2,
         )
     sw = runner.stopwatch.seconds
@@ -201,6 +207,7 @@ def train_grpo(cfg, run: Run) -> GRPOStageResult:
         outside,
         resume.start_step or 0,
         rollout.sum_scale if rollout.shaping == "sum" else None,
+        rollouts,
     )
 
 

@@ -25,20 +25,22 @@ def evaluate_managers(
 
 def results_table(results: Mapping[str, EvalResult], split: str = "test") -> str:
     cats = sorted({c for r in results.values() for c in r.by_category})
-    head = "| manager | accuracy | 95% CI | " + " | ".join(cats) + " | context tokens | entries | versions/entry |"
+    head = "| manager | accuracy | 95% CI | " + " | ".join(cats)
+    head += " | context tokens | entries | versions/entry | evidence kept |"
     first = next(iter(results.values()), None)
     lines = [
         f"### {split} ({first.n_questions if first else 0} questions, "
         f"{len(first.per_dialogue) if first else 0} dialogues; 95% CI clustered by dialogue)",
         "",
         head,
-        "|" + "---|" * (6 + len(cats)),
+        "|" + "---|" * (7 + len(cats)),
     ]
     for name, r in results.items():
         per = " | ".join(f"{100 * r.by_category.get(c, float('nan')):.1f}" for c in cats)
+        kept = "–" if r.evidence_kept is None else f"{100 * r.evidence_kept:.1f}"
         lines.append(
             f"| {name} | {100 * r.accuracy:.1f} | {r.interval().format()} | {per} | {r.context_tokens:.0f} | {r.entries:.1f} | "
-            f"{r.versions_per_entry:.2f} |"
+            f"{r.versions_per_entry:.2f} | {kept} |"
         )
     return "\n".join(lines)
 
