@@ -116,9 +116,9 @@ def check_stage_one_critic(cfg: MemprmConfig) -> None:
 
 
 def check_grpo_trainable(cfg: MemprmConfig) -> None:
-    """``grpo.trainable=structural`` with a policy that has no structural head: :class:`ConfigError` before
+    """``grpo.trainable=structural`` (or ``kinds``) with a policy that has no structural head: :class:`ConfigError` before
     anything runs (instead of at the GRPO stage, after the critic and SFT)."""
-    if "grpo" in cfg.fit.stages and cfg.grpo.trainable == "structural" and not cfg.policy.structural_head:
+    if "grpo" in cfg.fit.stages and cfg.grpo.trainable != "all" and not cfg.policy.structural_head:
         raise ConfigError(STRUCTURAL_NEEDS.format(kind=cfg.policy.kind, scorer=cfg.policy.scorer))
 
 

@@ -629,8 +629,29 @@ def test_structural_subset_moves_only_the_text_free_head_weights_and_unhooks(min
     with pytest.raises(RuntimeError), trainable_subset(policy, "structural"):
         raise RuntimeError("boom")
     assert all(not p._backward_hooks for p in policy.parameters())  # removed when the block raises
-    with pytest.raises(ValueError, match="'all' or 'structural'"), trainable_subset(policy, "lora"):
+    with pytest.raises(ValueError, match="'all', 'structural' or 'kinds'"), trainable_subset(policy, "lora"):
         pass
     pair = _scoring(minilm_tokenizer, scorer="pair")
     with pytest.raises(ValueError, match="policy.scorer=pair"), trainable_subset(pair, "structural"):
         pass
+
+
+def test_kinds_subset_moves_the_kind_and_rank_weights_and_keeps_the_cosines(minilm_tokenizer):
+    from memprm.models.policies import trainable_subset
+    from memprm.models.two_tower import kind_rank_dim, structural_dim
+
+    policy = _scoring(minilm_tokenizer, seed=3, lora=LoraSettings(rank=2), scorer="two_tower")
+    obs = [_obs(2), _obs(1, text="We moved to Lisbon in May"), _obs(0, layer="profile")]
+    samples = [policy.act(o, generator=torch.Generator().manual_seed(i))[1] for i, o in enumerate(obs)]
+    before = policy.head.weight.detach().clone()
+    opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=0.1, weight_decay=0.0)
+    with trainable_subset(policy, "kinds"):
+        for _ in range(3):
+            opt.zero_grad()
+            (-policy.log_probs(samples)[0].sum()).backward()
+            opt.step()
+    k, s = kind_rank_dim(), structural_dim()
+    after = policy.head.weight.detach()
+    assert not torch.equal(after[:, :k], before[:, :k])  # kind × layer and rank moved
+    torch.testing.assert_close(after[:, k:], before[:, k:], rtol=0, atol=0)  # cosines and text weights kept
+    assert s - k == 2

@@ -32,8 +32,10 @@ class GRPOConfig:
     #: gradient is zeroed, so the text-vector weights keep their SFT values). 13 shared weights move every
     #: gate's choice the same way and average the rollouts' noise over all gates, where the 1,152
     #: text-vector weights let noisy advantages drift each text's score (experiments/README.md).
-    #: ``structural`` needs ``weight_decay`` 0 (decay would shrink the frozen weights).
-    trainable: Literal["all", "structural"] = "all"
+    #: ``kinds``: the 11 of them on kind × layer and rank only (the two cosines, which pick among candidates
+    #: of one kind, keep their SFT values too). ``structural`` and ``kinds`` need ``weight_decay`` 0 (decay
+    #: would shrink the frozen weights).
+    trainable: Literal["all", "structural", "kinds"] = "all"
     #: lower clip range: the ratio π_θ/π_old is clipped below at 1 − eps_low (binds for negative advantages).
     eps_low: float = 0.2
     #: upper clip range: clipped above at 1 + eps_high (binds for positive advantages); a value different
@@ -108,11 +110,11 @@ class GRPOConfig:
             raise ValueError(f"grpo.checkpoint_every must be >= 0 (0 = off), got {self.checkpoint_every}")
         if self.minibatch_size < 0:
             raise ValueError(f"grpo.minibatch_size must be >= 0 (0 = whole batch), got {self.minibatch_size}")
-        if self.trainable not in ("all", "structural"):
-            raise ValueError(f"grpo.trainable must be 'all' or 'structural', got {self.trainable!r}")
-        if self.trainable == "structural" and self.weight_decay > 0:
+        if self.trainable not in ("all", "structural", "kinds"):
+            raise ValueError(f"grpo.trainable must be 'all', 'structural' or 'kinds', got {self.trainable!r}")
+        if self.trainable != "all" and self.weight_decay > 0:
             raise ValueError(
-                f"grpo.trainable=structural needs grpo.weight_decay=0 (AdamW would decay the frozen weights), "
+                f"grpo.trainable={self.trainable} needs grpo.weight_decay=0 (AdamW would decay the frozen weights), "
                 f"got {self.weight_decay}"
             )
         if self.advantage_mode not in ADVANTAGE_MODES:

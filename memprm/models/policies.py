@@ -11,7 +11,7 @@ from typing import Any
 from memprm.models.causal_policy import CausalPolicy, build_causal_policy
 from memprm.models.policy_config import STRUCTURAL_NEEDS, PolicyConfig
 from memprm.models.scoring_policy import ScoringPolicy, build_scoring_policy
-from memprm.models.two_tower import structural_dim
+from memprm.models.two_tower import kind_rank_dim, structural_dim
 
 
 def build_policy(cfg: PolicyConfig, model: Any = None, tokenizer: Any = None) -> ScoringPolicy | CausalPolicy:
@@ -49,11 +49,12 @@ def trainable_subset(policy: ScoringPolicy | CausalPolicy, which: str) -> Iterat
 
     ``all`` changes nothing. ``structural`` (two-tower scoring policy only) zeroes, by gradient hooks, every
     gradient but those of the head's first :func:`~memprm.models.two_tower.structural_dim` weights (kind ×
-    layer, rank, cosines): an AdamW step with weight decay 0 then leaves every other weight exactly as it was
+    layer, rank, cosines), ``kinds`` those of the first :func:`~memprm.models.two_tower.kind_rank_dim` (the
+    cosines frozen too): an AdamW step with weight decay 0 then leaves every other weight exactly as it was
     (its moments stay 0). ``requires_grad`` is left alone, so snapshots and weight files keep every trainable
     tensor. The hooks are removed when the block ends, also when it raises."""
-    if which not in ("all", "structural"):
-        raise ValueError(f"trainable subset must be 'all' or 'structural', got {which!r}")
+    if which not in ("all", "structural", "kinds"):
+        raise ValueError(f"trainable subset must be 'all', 'structural' or 'kinds', got {which!r}")
     if which == "all":
         yield
         return
@@ -65,7 +66,7 @@ def trainable_subset(policy: ScoringPolicy | CausalPolicy, which: str) -> Iterat
             continue
         if name == "head.weight":
             mask = param.new_zeros(param.shape)  # [1, feature_dim]
-            mask[:, : structural_dim()] = 1.0
+            mask[:, : structural_dim() if which == "structural" else kind_rank_dim()] = 1.0
             handles.append(param.register_hook(lambda g, m=mask: g * m.to(g.device)))
         else:
             handles.append(param.register_hook(lambda g: g.new_zeros(g.shape)))

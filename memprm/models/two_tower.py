@@ -31,6 +31,15 @@ def structural_dim() -> int:
     return len(CANDIDATE_KINDS) * len(MANAGED_LAYERS) + RANKS + 2
 
 
+def kind_rank_dim() -> int:
+    """The leading structural features without the two cosines: kind × layer and rank (11).
+
+    >>> kind_rank_dim()
+    11
+    """
+    return len(CANDIDATE_KINDS) * len(MANAGED_LAYERS) + RANKS
+
+
 def feature_dim(hidden: int) -> int:
     """[kind × layer one-hot | rank one-hot | cos(c, q), cos(c, t) | c·√H | (c ⊙ q)·H | (c ⊙ t)·H]."""
     return structural_dim() + 3 * hidden
