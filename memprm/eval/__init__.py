@@ -9,7 +9,14 @@ numpy and scipy only (no torch, no Lightning); the critic enters only as scores 
     report.write(out_dir)  # report.json + report.md
 """
 
-from memprm.eval.metrics import EvalInputError, Metric, binary_auc, spearman
+from memprm.eval.metrics import (
+    BootstrapInterval,
+    EvalInputError,
+    Metric,
+    binary_auc,
+    bootstrap_spearman,
+    spearman,
+)
 from memprm.eval.validity import (
     PAPER_DELETION,
     DeletionCausality,
@@ -24,6 +31,7 @@ from memprm.eval.validity import (
 )
 
 __all__ = [
+    "BootstrapInterval",
     "PAPER_DELETION",
     "DeletionCausality",
     "EvalInputError",
@@ -32,6 +40,7 @@ __all__ = [
     "ValidityThresholds",
     "adversarial_fp_rate",
     "binary_auc",
+    "bootstrap_spearman",
     "compute_validity",
     "deletion_causality",
     "misattach_auc",

@@ -95,6 +95,57 @@ def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -
     return Metric(min(1.0, max(-1.0, rho)), (n,))
 
 
+@dataclass(frozen=True)
+class BootstrapInterval:
+    """A percentile bootstrap interval of a statistic: ``defined`` of ``n_boot`` resamples gave a value."""
+
+    estimate: Metric
+    low: float
+    high: float
+    level: float
+    n_boot: int
+    defined: int
+
+    def to_dict(self) -> dict[str, object]:
+        ok = self.defined > 0
+        return self.estimate.to_dict() | {
+            "low": self.low if ok else None, "high": self.high if ok else None, "level": self.level,
+            "n_boot": self.n_boot, "defined_resamples": self.defined,
+        }  # fmt: skip
+
+
+def bootstrap_spearman(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> BootstrapInterval:
+    """Spearman's ρ of pairs ``x`` [n], ``y`` [n] with a percentile bootstrap interval: ``n_boot`` resamples
+    of the n pairs with replacement (``default_rng(seed)``); a resample whose ρ is undefined (a constant
+    side) is left out of the percentiles and ``defined`` counts the rest. With no defined resample the
+    bounds are NaN.
+
+    >>> ci = bootstrap_spearman([1, 2, 3, 4], [2, 4, 6, 8], n_boot=50)  # every defined resample is monotone
+    >>> ci.estimate.value, ci.low, ci.high
+    (1.0, 1.0, 1.0)
+    """
+    if n_boot < 1 or not 0.0 < level < 1.0:
+        raise EvalInputError(f"bootstrap_spearman: need n_boot >= 1 and 0 < level < 1, got {n_boot}, {level}")
+    est = spearman(x, y)
+    xa, ya = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    rng, values = np.random.default_rng(seed), []
+    for _ in range(n_boot):
+        idx = rng.integers(len(xa), size=len(xa))  # [n] a resample of the pairs
+        rho = spearman(xa[idx], ya[idx]) if len(xa) else est
+        if rho.defined:
+            values.append(rho.value)
+    if not values:
+        return BootstrapInterval(est, math.nan, math.nan, level, n_boot, 0)
+    lo, hi = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
+    return BootstrapInterval(est, float(lo), float(hi), level, n_boot, len(values))
+
+
 def binary_auc(positive: Sequence[float] | np.ndarray, negative: Sequence[float] | np.ndarray) -> Metric:
     """P(score(pos) > score(neg)) + ½ P(tie) over all pairs: the Mann–Whitney U / (n_pos · n_neg).
 

@@ -50,9 +50,7 @@ class Interval:
         return f"{scale * self.low:.1f}–{scale * self.high:.1f}"
 
 
-def clustered_interval(
-    correct: Sequence[float], questions: Sequence[float], level: float = 0.95
-) -> Interval:
+def clustered_interval(correct: Sequence[float], questions: Sequence[float], level: float = 0.95) -> Interval:
     """The ``level`` interval of Σcorrect / Σquestions clustered by unit.
 
     ``correct`` [k], ``questions`` [k]: per cluster (dialogue), correct answers and questions scored. Units

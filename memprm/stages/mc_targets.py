@@ -26,6 +26,7 @@ from memprm.env.exam import ReaderCache, run_exam
 from memprm.env.gates import Action, Observation
 from memprm.env.managers import NoisyManager
 from memprm.env.memory_env import Manager, MemoryEnv, WindowPlay, advance_reference
+from memprm.env.replay import check_gate, recorded_action
 from memprm.env.trajectories import DialogueTrajectory, WindowRecord
 from memprm.llm.failures import FailureGuard
 from memprm.memory.bank import MemoryBank
@@ -97,14 +98,8 @@ class Continuation:
         where = f"MC replay of {obs.dialogue_id} window {obs.window}, gate {i} ({obs.turn.id}/{obs.layer})"
         if i >= len(self.recorded):
             raise RuntimeError(f"{where}: the teacher record has {len(self.recorded)} gates")
-        d = self.recorded[i]
-        if (d.turn_id, d.layer) != (obs.turn.id, obs.layer):
-            raise RuntimeError(f"{where}: the teacher record has {d.turn_id}/{d.layer} there")
-        if d.kind == "write":
-            return Action("write", d.content, d.key)
-        if d.kind == "merge":
-            return Action("merge", d.content, entry_id=d.target_entry_id)
-        return Action.noop()
+        check_gate(self.recorded[i], obs, where)
+        return recorded_action(self.recorded[i])
 
 
 def _check_replay(play: WindowPlay, rec: WindowRecord, upto: int, dialogue_id: str) -> None:
