@@ -23,9 +23,10 @@ _spec.loader.exec_module(ladder)
 
 
 # ------------------------------------------------------------------------------------ a fake run tree
-def entry(acc, per, cats=None, tokens=100.0, entries=5.0, versions=1.5):
-    return {"accuracy": acc, "n_questions": 30, "context_tokens": tokens, "by_category": cats or {},
-            "per_dialogue": per, "entries": entries, "versions_per_entry": versions}  # fmt: skip
+def entry(acc, per, cats=None, tokens=100.0, entries=5.0, versions=1.5, kept=None):
+    out = {"accuracy": acc, "n_questions": 30, "context_tokens": tokens, "by_category": cats or {},
+           "per_dialogue": per, "entries": entries, "versions_per_entry": versions}  # fmt: skip
+    return out if kept is None else out | {"evidence_kept": kept}
 
 
 def write_run(run, tests, history=None, tb=None, trail=None):
@@ -75,7 +76,7 @@ def tree(tmp_path):
               history=[(0, 0.5), (32, 0.5), (64, 0.5)])  # fmt: skip
     write_run(runs / "ours-seed0",
               {"GRPO (ours)": entry(0.6, {"t1": 0.6, "t2": 0.7, "t3": 0.5}, {"single-hop": 0.5, "temporal": 0.7},
-                                    entries=20.0, versions=3.0)},
+                                    entries=20.0, versions=3.0, kept=0.5)},
               history=[(0, 0.5), (32, 0.6), (64, 0.65)],
               tb={"reward/shaping_share": [0.8, 0.6, 0.4, 0.2, 0.1, 0.1, 0.1, 0.0],
                   "grpo/zero_variance_frac": [0, 0.25, 0.5, 0, 0, 0, 0.25, 0]},
@@ -84,9 +85,10 @@ def tree(tmp_path):
                      bank_line("GRPO (ours)", "t2", [("e3", "event"), ("e4", "event")], [])])  # fmt: skip
     write_run(runs / "ours-seed1",
               {"GRPO (ours)": entry(0.7, {"t1": 0.8, "t2": 0.7, "t3": 0.7}, {"single-hop": 0.7, "temporal": 0.7},
-                                    entries=22.0, versions=4.0)},
+                                    entries=22.0, versions=4.0, kept=0.7)},
               history=[(0, 0.5), (40, 0.55)],
-              tb={"reward/shaping_share": [0.5, 0.3], "grpo/zero_variance_frac": [0.5, 0.0]})  # fmt: skip
+              tb={"reward/shaping_share": [0.5, 0.3], "grpo/zero_variance_frac": [0.5, 0.0],
+                  "local/identical_actions": [1.0, 0.0, 0.0, 1.0]})  # fmt: skip
     return runs
 
 
@@ -112,6 +114,9 @@ def test_tables_hold_hand_computed_means_stds_and_tests(tree):
     assert ours["by_category"]["single-hop"]["std"] == pytest.approx(200**0.5)  # 50 and 70
     assert ours["by_category"]["temporal"]["std"] == pytest.approx(0.0)
     assert (ours["entries"], ours["versions"], ours["hit_rate"]) == (21.0, 3.5, 0.25)  # hit: e1 of e1..e4
+    assert (
+        ours["evidence_kept"] == pytest.approx(0.6) and rows["SFT"]["evidence_kept"] is None
+    )  # not recorded
     assert rows["untrained"]["seeds"] == [0] and rows["untrained"]["accuracy"]["std"] is None
     assert rows["heuristic teacher"]["kind"] == "reference" and rows["heuristic teacher"]["hit_rate"] == 1.0
     # ours vs outcome-only: d = (.2, .1, .2), all won: sign p = 1/8, and only the all-plus flip of 8 reaches
@@ -139,9 +144,10 @@ def test_tables_hold_hand_computed_means_stds_and_tests(tree):
     t = rep["training"]["ours"]
     assert t["shaping_early"] == pytest.approx((0.7 + 0.5) / 2) and t["shaping_late"] == pytest.approx(0.175)
     assert t["zero_variance"] == pytest.approx((0.125 + 0.25) / 2) and t["seeds"] == 2
+    assert t["local_identical"] == pytest.approx(0.5)  # only seed 1 logged local groups: 2 of 4 identical
     # its runs have no tb/grpo: n/a, not zeros
     assert rep["training"]["outcome_only"] == dict.fromkeys(
-        ("shaping_early", "shaping_late", "zero_variance")
+        ("shaping_early", "shaping_late", "zero_variance", "local_identical")
     ) | {"seeds": 2}
     assert list(rep["organization"]) == ["ours", "heuristic teacher", "SFT"]
     json.dumps(rep)  # the results file
@@ -154,7 +160,7 @@ def test_markdown_lists_missing_runs_and_baselines(tree, tmp_path):
     rep = lr.tabulate(lad)
     md = lr.markdown(rep, [0, 1])
     assert "Missing runs (not tabulated): runs/observational-seed1" in md
-    assert "| ours | arm | 0,1 | 65.0 ± 7.1 | 60.0 ± 14.1 | 70.0 ± 0.0 | 100 | 21.0 | 3.50 | 0.25 |" in md
+    assert "| ours | arm | 0,1 | 65.0 ± 7.1 | 60.0 ± 14.1 | 70.0 ± 0.0 | 100 | 21.0 | 3.50 | 0.25 | 60.0 |" in md
     assert "| untrained | reference | 0 | 30.0 ± – |" in md
     assert "| Mem0 (top-10) | baseline | – | 50.0 ± – |" in md
     assert "| outcome_only | 0,1 | 3 | +16.7 | 3 / 3 | 0.125 | 0.125 |" in md

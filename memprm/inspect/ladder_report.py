@@ -93,7 +93,7 @@ def early_late(values: Sequence[float], frac: float = 0.25) -> tuple[float | Non
 def training_stats(tb_dir: Path) -> dict[str, float | None]:
     """From a run's ``tb/grpo`` scalars (one value per training batch): the shaping share of the reward mass
     over the first and the last quarter of batches, and the mean share of zero-variance groups."""
-    series = {"reward/shaping_share": [], "grpo/zero_variance_frac": []}
+    series = {"reward/shaping_share": [], "grpo/zero_variance_frac": [], "local/identical_actions": []}
     if Path(tb_dir).is_dir():
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -103,9 +103,9 @@ def training_stats(tb_dir: Path) -> dict[str, float | None]:
             if tag in acc.Tags()["scalars"]:
                 series[tag] = [e.value for e in sorted(acc.Scalars(tag), key=lambda e: e.step)]
     early, late = early_late(series["reward/shaping_share"])
-    zv = series["grpo/zero_variance_frac"]
+    zv, same = series["grpo/zero_variance_frac"], series["local/identical_actions"]
     return {"shaping_early": early, "shaping_late": late, "zero_variance": statistics.fmean(zv) if zv else None,
-            "batches": len(zv)}  # fmt: skip
+            "local_identical": statistics.fmean(same) if same else None, "batches": len(zv)}  # fmt: skip
 
 
 def hit_rates(trail: Path) -> dict[str, float]:
@@ -128,7 +128,8 @@ def summary(result: Mapping[str, Any], hit_rate: float | None = None) -> dict:
     return {"accuracy": result["accuracy"], "n_questions": result.get("n_questions"),
             "by_category": dict(result.get("by_category", {})), "per_dialogue": dict(result["per_dialogue"]),
             "tokens": result["context_tokens"], "entries": result["entries"],
-            "versions": result.get("versions_per_entry"), "hit_rate": hit_rate}  # fmt: skip
+            "versions": result.get("versions_per_entry"), "hit_rate": hit_rate,
+            "evidence_kept": result.get("evidence_kept")}  # fmt: skip
 
 
 def collect(ladder: Ladder, run_dir: Path, arm: str, seed: int, final: str, per_step: float) -> None:
@@ -219,7 +220,7 @@ def tabulate(ladder: Ladder) -> dict:
                             for c in cats},
             "n_questions": next(iter(runs.values())).get("n_questions"),
             **{k: mean_std([r[k] for r in runs.values() if r.get(k) is not None])["mean"]
-               for k in ("tokens", "entries", "versions", "hit_rate")},
+               for k in ("tokens", "entries", "versions", "hit_rate", "evidence_kept")},
         }  # fmt: skip
     per_dialogue = {n: dialogue_means(ladder.rows[n]) for n in seeded}
     per_dialogue |= {n: dict(b["per_dialogue"]) for n, b in ladder.baselines.items()}
@@ -264,13 +265,15 @@ def race(ladder: Ladder) -> dict:
 
 
 def training_table(ladder: Ladder) -> dict:
-    """Per arm: the shaping share early / late and the zero-variance group share, means over seeds."""
+    """Per arm: the shaping share early / late, the zero-variance group share and (``local_reroll``) the share
+    of local re-run groups with identical actions, means over seeds."""
     out = {}
     for arm in ladder.arms:
         runs = list(ladder.training.get(arm, {}).values())
         if runs:
-            out[arm] = {k: mean_std([r[k] for r in runs if r.get(k) is not None])["mean"]
-                        for k in ("shaping_early", "shaping_late", "zero_variance")} | {"seeds": len(runs)}  # fmt: skip
+            keys = ("shaping_early", "shaping_late", "zero_variance", "local_identical")
+            out[arm] = {k: mean_std([r[k] for r in runs if r.get(k) is not None])["mean"] for k in keys}
+            out[arm]["seeds"] = len(runs)
     return out
 
 
@@ -296,7 +299,8 @@ def markdown(report: Mapping[str, Any], seeds: Sequence[int] = ()) -> str:
     out += [f"Missing runs (not tabulated): {', '.join(missing)}" if missing else "Missing runs: none", ""]
     out += ["## Test accuracy (%, mean ± sample std over seeds)", "",
             "| row | kind | seeds | accuracy | " + " | ".join(cats)
-            + " | context tokens | entries | versions/entry | hit rate |", "|" + "---|" * (8 + len(cats))]  # fmt: skip
+            + " | context tokens | entries | versions/entry | hit rate | evidence kept (%) |",
+            "|" + "---|" * (9 + len(cats))]  # fmt: skip
     for name, r in rows.items():
         cells = [name, r["kind"], ",".join(map(str, r["seeds"])) or "–", _pm(r["accuracy"])]
         cells += [_pm(r["by_category"][c]) if c in r["by_category"] else "–" for c in cats]
@@ -305,6 +309,7 @@ def markdown(report: Mapping[str, Any], seeds: Sequence[int] = ()) -> str:
             _num(r["entries"]),
             _num(r["versions"], ".2f"),
             _num(r["hit_rate"], ".2f"),
+            _num(None if r["evidence_kept"] is None else 100 * r["evidence_kept"]),
         ]
         out.append("| " + " | ".join(cells) + " |")
     out += ["", f"## {ours} vs each row over test dialogues (one-sided: {ours} > row; each dialogue's accuracy "
@@ -337,10 +342,11 @@ def markdown(report: Mapping[str, Any], seeds: Sequence[int] = ()) -> str:
                    f"{_num(a['last_eval'], '.0f')} | {_num(a['plateau'], '.0f')} |")  # fmt: skip
     out += ["", "## GRPO training signal (tb/grpo, per training batch; means over seeds)", "",
             "| arm | shaping share, first quarter of batches | shaping share, last quarter | zero-variance "
-            "group share | seeds |", "|---|---|---|---|---|"]  # fmt: skip
+            "group share | local groups with identical actions | seeds |", "|---|---|---|---|---|---|"]  # fmt: skip
     for arm, t in report["training"].items():
         out.append(f"| {arm} | {_num(t['shaping_early'], '.3f')} | {_num(t['shaping_late'], '.3f')} | "
-                   f"{_num(t['zero_variance'], '.3f')} | {t['seeds']} |")  # fmt: skip
+                   f"{_num(t['zero_variance'], '.3f')} | {_num(t.get('local_identical'), '.3f')} | "
+                   f"{t['seeds']} |")  # fmt: skip
     out += ["", "## Organization of the test banks (paper §4.5; hit rate: share of managed entries some test "
             "question retrieved)", "", "| manager | entries per dialogue | versions per entry | hit rate |",
             "|---|---|---|---|"]  # fmt: skip
