@@ -59,7 +59,7 @@ def format_md(res: dict) -> str:
         f"Replay validation of chain credit ({res['policy']} policy of `{res['run']}`, {res['split']} split, "
         f"`rollout.quiz={res['quiz']}`, seed {res['seed']}): {s['all']['n']} operations replayed "
         f"({c['by_kind'].get('write', 0)} Writes, {c['by_kind'].get('merge', 0)} Merges) from "
-        f"{res['windows_played']} windows; {c['replays']} replays (= rollouts), {c['reader_calls']} reader "
+        f"{c['windows']} of the {res['windows_played']} windows played; {c['replays']} replays (= rollouts), {c['reader_calls']} reader "
         f"calls, {c['seconds']:.0f} s; {res['orphaned_merges']} later Merges orphaned by a dropped Write.",
         "",
         "| operations | n | ΔR ≠ 0 | mean ΔR | "
@@ -131,9 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(run / "config.yaml", args.overrides)
     refuse_oracle_notes(cfg.notes)
     splits = load_source(cfg.data)
-    if args.split not in splits or not splits[args.split]:
+    if args.split not in splits.splits or not splits[args.split]:
         raise SystemExit(
-            f"replay_validation: split {args.split!r} is empty or unknown; have {sorted(splits)}"
+            f"replay_validation: split {args.split!r} is empty or unknown; have {sorted(splits.splits)}"
         )
     stack = build_stack(cfg)
     calibrate_reader(cfg, stack, splits)

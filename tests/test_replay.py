@@ -3,6 +3,7 @@ Merges, an exact reproduction without a drop, and the validation's pieces on a t
 
 import importlib.util
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 
 from memprm.config import load_config
 from memprm.data.synthetic import SyntheticConfig, generate_synthetic
+from memprm.env.exam import run_exam
 from memprm.env.gates import Action
 from memprm.env.managers import as_gate_policy
 from memprm.env.replay import replay_window
@@ -36,7 +38,8 @@ def world():
 
 
 class Scripted:
-    """On the first layer's gates: Write A, Write B, Merge into A, Merge into B, then Noops; other layers Noop."""
+    """On the event gates: Write A, Write B, Merge into A, Merge into B, Merge into the entry from before the
+    window, then Noops; other layers Noop."""
 
     def __init__(self, bank: MemoryBank):
         self.bank, self.n, self.ids = bank, 0, {}
@@ -56,6 +59,8 @@ class Scripted:
             return Action("merge", "alpha fact three", entry_id=self.ids["A"])
         if self.n == 4:
             return Action("merge", "beta fact four", entry_id=self.ids["B"])
+        if self.n == 5:
+            return Action("merge", "older event again", entry_id=self.bank.entries("event")[0].id)
         return Action.noop()
 
 
@@ -86,7 +91,7 @@ def test_a_replay_without_a_drop_reproduces_the_window(world):
 def test_dropping_a_write_orphans_its_merges_and_remaps_later_ids(world):
     d, stack, start, bank, play, ids = scripted_window(world)
     assert _contents(bank) == [
-        ("older event kept",),
+        ("older event kept", "older event again"),
         ("alpha fact one", "alpha fact three"),
         ("beta fact two", "beta fact four"),
     ]
@@ -94,11 +99,15 @@ def test_dropping_a_write_orphans_its_merges_and_remaps_later_ids(world):
         i for i, x in enumerate(play.decisions) if x.kind == "write" and x.content == "alpha fact one"
     )
     rep = replay_window(stack.env, d, d.sessions[0].index, start, play.decisions, gate_a)
-    # A is gone with its Merge (an orphan, made a Noop); B and its Merge remain
-    assert _contents(rep.bank) == [("older event kept",), ("beta fact two", "beta fact four")]
+    # A is gone with its Merge (an orphan, made a Noop); B, its Merge and the old entry's Merge remain
+    assert _contents(rep.bank) == [
+        ("older event kept", "older event again"),
+        ("beta fact two", "beta fact four"),
+    ]
     assert rep.orphaned_merges == 1 and rep.play.invalid_actions == 0
-    # B's id shifted (entry ids count every entry, verbatim ones too): the Merge reached it through the map
-    assert rep.bank.entries("event")[1].id not in (ids["A"], ids["B"])
+    # the dropped Write used up its id: B and every later entry (verbatim too) keep their recorded ids
+    assert ids["A"] not in rep.bank and rep.bank.entries("event")[1].id == ids["B"]
+    assert {e.id for e in rep.bank} == {e.id for e in bank} - {ids["A"]}
     assert [s.kind for s in rep.play.steps].count("noop") == [s.kind for s in play.steps].count("noop") + 2
 
 
@@ -109,7 +118,7 @@ def test_dropping_a_merge_shortens_its_chain_only(world):
     )
     rep = replay_window(stack.env, d, d.sessions[0].index, start, play.decisions, gate)
     assert _contents(rep.bank) == [
-        ("older event kept",),
+        ("older event kept", "older event again"),
         ("alpha fact one",),
         ("beta fact two", "beta fact four"),
     ]
@@ -124,6 +133,10 @@ def test_a_record_that_does_not_match_the_window_is_an_error(world):
         replay_window(stack.env, d, d.sessions[0].index, start, play.decisions[:2], None)
     with pytest.raises(RuntimeError, match="the record has .* there"):
         replay_window(stack.env, d, d.sessions[1].index, start, play.decisions, None)
+    noop = next(i for i, x in enumerate(play.decisions) if x.kind == "noop")
+    for bad in (noop, len(play.decisions), -1):  # only a Write or a Merge of the record can be taken back
+        with pytest.raises(ValueError, match="not a Write or Merge"):
+            replay_window(stack.env, d, d.sessions[0].index, start, play.decisions, bad)
 
 
 def test_the_validation_pieces_on_the_teacher(world, tmp_path):
@@ -136,16 +149,23 @@ def test_the_validation_pieces_on_the_teacher(world, tmp_path):
     assert len(sample_ops(cases, 3, seed=0)) == 3 and sample_ops(cases, 3, 0) == sample_ops(cases, 3, 0)
     out, cost = replay_ops(stack.env, cases, ops)
     assert cost.replays == len(ops) == len(out) and cost.failed_exams == 0
-    for o in out:  # ΔR is the window's R less the replay's, on the same quiz
+    for c in cases:  # a replay without a drop sits the exam exactly as the window did (the cache is shared)
+        again = replay_window(stack.env, c.dialogue, c.window, c.start, c.decisions, None)
+        exam = run_exam(again.bank, c.quiz, stack.env.reader, stack.env.judge, stack.env.retriever, c.cache)
+        assert [r.correct for r in exam.results] == [r.correct for r in c.exam.results]
+    for o in out:
         c = next(c for c in cases if c.window == o.window)
-        assert -1.0 <= o.delta <= 1.0 and c.credit["unnormalized"][o.gate] == o.credit["unnormalized"]
-        # normalized credit never exceeds the un-normalized one (a chain of length >= 1)
-        assert o.credit["normalized"] <= o.credit["unnormalized"] + 1e-12
+        rep = replay_window(stack.env, c.dialogue, c.window, c.start, c.decisions, o.gate)
+        exam = run_exam(rep.bank, c.quiz, stack.env.reader, stack.env.judge, stack.env.retriever, c.cache)
+        assert o.delta == pytest.approx(c.exam.accuracy - exam.accuracy)  # no failures offline
+        # normalized credit: the same sign, never larger in size (a chain of length >= 1)
+        u, n = o.credit["unnormalized"], o.credit["normalized"]
+        assert abs(n) <= abs(u) + 1e-12 and np.sign(n) == np.sign(u)
+    assert any(o.delta != 0 for o in out)  # taking an operation back changes some answer
     s = summarize(out, n_boot=50)
     assert s["all"]["n"] == len(out) == s["write"]["n"] + s["merge"]["n"]
     res = {"run": "r", "policy": "teacher", "split": "train", "quiz": "cumulative", "seed": 0,
-           "windows_played": len(cases), "cost": {"replays": cost.replays, "reader_calls": cost.reader_calls,
-           "seconds": cost.seconds, "by_kind": cost.by_kind}, "orphaned_merges": 0, "summary": s}  # fmt: skip
+           "windows_played": len(cases), "cost": asdict(cost), "orphaned_merges": 0, "summary": s}  # fmt: skip
     md = script.format_md(res)
     assert f"{len(out)} operations replayed" in md and "| all |" in md
     script.plot([{"kind": o.kind, "delta": o.delta, "credit": o.credit} for o in out], tmp_path / "p.png")
@@ -182,3 +202,20 @@ def test_bootstrap_spearman_interval():
 def test_the_script_names_a_missing_run_folder(tmp_path):
     with pytest.raises(SystemExit, match="config.yaml does not exist"):
         script.main(["--run", str(tmp_path)])
+
+
+def test_paired_accuracy_drops_an_item_that_failed_in_either_exam():
+    from types import SimpleNamespace as NS
+
+    from memprm.inspect.replay_validation import paired_accuracy
+
+    def exam(*items):  # (weight, correct, failed) per item
+        return NS(results=[NS(item=NS(weight=w), correct=c and not f, failed=f) for w, c, f in items])
+
+    a = exam((1.0, True, False), (2.0, True, False), (1.0, False, False), (1.0, True, False))
+    b = exam((1.0, True, False), (2.0, False, True), (1.0, False, False), (1.0, False, False))
+    # item 2 failed in b: both scored on items 1, 3, 4 (weights 1, 1, 1): a 2/3, b 1/3 (not 4/5 vs 1/3)
+    assert paired_accuracy(a, b) == pytest.approx((2 / 3, 1 / 3))
+    assert paired_accuracy(exam((1.0, True, True)), exam((1.0, True, False))) is None
+    with pytest.raises(ValueError, match="1 and 2 items"):
+        paired_accuracy(exam((1.0, True, False)), b.__class__(results=b.results[:2]))

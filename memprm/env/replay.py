@@ -4,14 +4,16 @@ The action-level counterfactual of the paper's replay validation (§3, Appendix 
 been taken" is the window played again from the same starting bank, every other recorded action kept, the
 dropped gate a Noop. Two rules make "kept" well defined when the dropped operation was a Write:
 
-- entry ids are allocated in order, so every entry the window creates after the dropped Write gets another
-  id in the replay; a recorded Merge into such an entry is sent to the entry the replay created at the same
-  gate (:class:`NoopReplay` maps recorded ids to replay ids as the window goes);
+- the dropped Write still uses up its entry id (:meth:`MemoryBank.skip_entry_id`), so every later entry keeps
+  its recorded id: recorded Merges find their targets, and the reader sees the same entry ids (its prompt and
+  the reader cache's key hold them) wherever the bank did not change;
 - a recorded Merge into the entry the dropped Write would have started has no target: it is applied as a
   Noop and counted (``orphaned_merges``). Its content is lost with the Write, so the replay measures the
   whole chain the Write began, as the un-normalized chain credit assumes.
 
-Dropping a Merge leaves its entry one version shorter; later Merges into it still apply.
+Dropping a Merge leaves its entry one version shorter; later Merges into it still apply. Every replayed gate
+is checked against the record (same op id, kind and entry, but for the dropped gate and the orphans): a
+replay that drifted raises instead of measuring another counterfactual.
 """
 
 from __future__ import annotations
@@ -26,13 +28,12 @@ from memprm.env.memory_env import MemoryEnv, WindowPlay
 from memprm.memory.bank import MemoryBank
 
 
-def recorded_action(d: TeacherDecision, entry_id: str | None = None) -> Action:
-    """The action that made recorded decision ``d``; a Merge goes to ``entry_id`` (default: its recorded
-    target)."""
+def recorded_action(d: TeacherDecision) -> Action:
+    """The action that made recorded decision ``d``."""
     if d.kind == "write":
         return Action("write", d.content, d.key)
     if d.kind == "merge":
-        return Action("merge", d.content, entry_id=entry_id or d.target_entry_id)
+        return Action("merge", d.content, entry_id=d.target_entry_id)
     return Action.noop()
 
 
@@ -44,18 +45,18 @@ def check_gate(d: TeacherDecision, obs: Observation, where: str) -> None:
 
 class NoopReplay:
     """A manager that replays ``recorded`` (one window's decisions, in gate order) on ``bank`` with gate
-    ``drop`` made a Noop (``None``: nothing dropped, the window is reproduced exactly). Module docstring: the
-    id map and orphaned Merges."""
+    ``drop`` made a Noop (``None``: nothing dropped, the window is reproduced exactly)."""
 
     def __init__(self, recorded: Sequence[TeacherDecision], drop: int | None, bank: MemoryBank):
+        if drop is not None and not (0 <= drop < len(recorded) and recorded[drop].kind in ("write", "merge")):
+            raise ValueError(
+                f"replay: gate {drop} is not a Write or Merge of the {len(recorded)}-gate record"
+            )
         self.recorded, self.drop, self.bank = recorded, drop, bank
-        self.gate, self.orphaned_merges = 0, 0
-        self._ops = len(bank.ops)  # the bank's op log length at the previous gate
-        self._ids: dict[str, str] = {}  # recorded entry id -> replay entry id, for entries this window made
-        self._dropped_entry: str | None = None
+        self.gate = 0
+        self.orphans: list[int] = []  # gates of later Merges into the dropped Write's entry, made Noops
 
     def __call__(self, obs: Observation) -> Action:
-        self._map_previous_gate()
         i, self.gate = self.gate, self.gate + 1
         where = f"replay of {obs.dialogue_id} window {obs.window}, gate {i} ({obs.turn.id}/{obs.layer})"
         if i >= len(self.recorded):
@@ -64,27 +65,14 @@ class NoopReplay:
         check_gate(d, obs, where)
         if i == self.drop:
             if d.kind == "write":
-                self._dropped_entry = d.target_entry_id
+                self.bank.skip_entry_id()
             return Action.noop()
-        if d.kind == "merge":
-            if d.target_entry_id == self._dropped_entry:
-                self.orphaned_merges += 1
+        if d.kind == "merge" and self.drop is not None:
+            dropped = self.recorded[self.drop]
+            if dropped.kind == "write" and d.target_entry_id == dropped.target_entry_id:
+                self.orphans.append(i)
                 return Action.noop()
-            return recorded_action(d, self._ids.get(d.target_entry_id, d.target_entry_id))
         return recorded_action(d)
-
-    def _map_previous_gate(self) -> None:
-        """After gate i − 1 was applied: if it replayed a recorded Write, map its recorded entry id to the
-        entry the replay created (the first managed-layer op since the previous gate; verbatim writes of the
-        turn come after it)."""
-        ops = self.bank.ops
-        new, self._ops = ops[self._ops :], len(ops)
-        if self.gate == 0 or self.gate - 1 == self.drop:
-            return
-        d = self.recorded[self.gate - 1]
-        made = next((op for op in new if op.layer == d.layer), None)
-        if d.kind == "write" and made is not None and made.kind == "write" and d.target_entry_id:
-            self._ids[d.target_entry_id] = made.entry_id
 
 
 @dataclass(frozen=True)
@@ -103,12 +91,19 @@ def replay_window(
     drop: int | None,
 ) -> Replay:
     """Play session ``window`` on a fork of ``start`` (the bank at the window's start; not touched),
-    replaying ``recorded`` with gate ``drop`` made a Noop."""
+    replaying ``recorded`` with gate ``drop`` made a Noop (module docstring)."""
     bank = start.fork()
     manager = NoopReplay(recorded, drop, bank)
     play = env.play_window(dialogue, window, bank, manager)
+    where = f"replay of {dialogue.id} window {window}"
     if manager.gate != len(recorded):
-        raise RuntimeError(
-            f"replay of {dialogue.id} window {window}: {manager.gate} gates played, the record has {len(recorded)}"
-        )
-    return Replay(bank, play, manager.orphaned_merges)
+        raise RuntimeError(f"{where}: {manager.gate} gates played, the record has {len(recorded)}")
+    nooped = set(manager.orphans) | ({drop} if drop is not None else set())
+    for i, (got, want) in enumerate(zip(play.decisions, recorded, strict=True)):
+        expect = ("noop", None) if i in nooped else (want.kind, want.target_entry_id)
+        if (got.op_id, got.kind, got.target_entry_id) != (want.op_id, *expect):
+            raise RuntimeError(
+                f"{where}, gate {i}: replayed {got.op_id} {got.kind} -> {got.target_entry_id}, the record has "
+                f"{want.op_id} {want.kind} -> {want.target_entry_id}"
+            )
+    return Replay(bank, play, len(manager.orphans))

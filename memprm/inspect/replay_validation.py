@@ -6,7 +6,7 @@ protocol's choices) from the mainline its earlier windows left, sits the window'
 the config) and is audited online as GRPO audits a rollout; then sampled Write / Merge operations are taken
 back one at a time — the window replayed from its starting bank with that gate a Noop and every other action
 kept (:mod:`memprm.env.replay`) — and the same quiz, with the same reader cache, is sat again. The
-operation's marginal is ΔR = R − R_without. Its chain credit comes from the same audit under each
+operation's marginal is ΔR = R − R_without, both over the questions scored in both exams. Its chain credit comes from the same audit under each
 propagation variant (un-normalized, normalized by chain length, cited-version-only), so the three are
 compared on identical operations. An episode is one window, as in training: a Write's effect on later windows
 is outside ΔR and outside its credit alike.
@@ -32,7 +32,7 @@ from memprm.credit import (
 )
 from memprm.credit.tiers import TeacherDecision
 from memprm.data.records import Dialogue
-from memprm.env.exam import Quiz, ReaderCache, run_exam
+from memprm.env.exam import ExamResult, Quiz, ReaderCache, run_exam
 from memprm.env.memory_env import MemoryEnv, advance_reference
 from memprm.env.replay import replay_window
 from memprm.eval.metrics import bootstrap_spearman
@@ -52,8 +52,10 @@ class WindowCase:
     start: MemoryBank  # the bank at the window's start (never mutated)
     decisions: tuple[TeacherDecision, ...]  # the policy's decisions, gate by gate
     quiz: Quiz
-    cache: ReaderCache  # the window's reader cache: the replays reuse its answers for unchanged retrievals
-    accuracy: float  # R of the window's exam
+    cache: (
+        ReaderCache  # the window's reader cache: the replays reuse its answers where retrieval is unchanged
+    )
+    exam: ExamResult  # the window's exam
     credit: dict[str, np.ndarray]  # chain mode -> [T] credit of each gate's operation
 
 
@@ -73,7 +75,7 @@ class ReplayedOp:
 class ReplayCost:
     windows: int = 0
     replays: int = 0  # windows re-played and re-examined: the replay's cost in rollouts
-    failed_exams: int = 0  # replays whose every question failed (left out)
+    failed_exams: int = 0  # replays with no question scored in both exams (left out)
     reader_calls: int = 0
     seconds: float = 0.0
     by_kind: dict[str, int] = field(default_factory=dict)
@@ -114,8 +116,24 @@ def play_windows(
                 )
                 for m in MODES
             }
-            out.append(WindowCase(d, s.index, start, fp.play.decisions, quiz, cache, exam.accuracy, credit))
+            out.append(WindowCase(d, s.index, start, fp.play.decisions, quiz, cache, exam, credit))
     return out
+
+
+def paired_accuracy(a: ExamResult, b: ExamResult) -> tuple[float, float] | None:
+    """R of two exams of one quiz over the items scored in both: an item whose call failed in either is
+    dropped from both (training's rule for a group), so a failure never passes for an effect. None when no
+    item is left.
+
+    ``a.results`` [n] and ``b.results`` [n] pair up by position (the same quiz)."""
+    if len(a.results) != len(b.results):
+        raise ValueError(f"paired_accuracy: exams of {len(a.results)} and {len(b.results)} items")
+    both = [(x, y) for x, y in zip(a.results, b.results, strict=True) if not (x.failed or y.failed)]
+    total = sum(x.item.weight for x, _ in both)
+    if not both or not total:
+        return None
+    return (sum(x.item.weight for x, _ in both if x.correct) / total,
+            sum(y.item.weight for _, y in both if y.correct) / total)  # fmt: skip
 
 
 def sample_ops(cases: Sequence[WindowCase], n: int, seed: int) -> list[tuple[int, int]]:
@@ -140,14 +158,15 @@ def replay_ops(env: MemoryEnv, cases: Sequence[WindowCase], ops: Sequence[tuple[
         rep = replay_window(env, c.dialogue, c.window, c.start, c.decisions, gate)
         exam = run_exam(rep.bank, c.quiz, env.reader, env.judge, env.retriever, c.cache)
         cost.replays += 1
-        if exam.all_failed:
+        pair = paired_accuracy(c.exam, exam)
+        if pair is None:
             cost.failed_exams += 1
             continue
         d = c.decisions[gate]
         cost.by_kind[d.kind] = cost.by_kind.get(d.kind, 0) + 1
         out.append(
             ReplayedOp(
-                c.dialogue.id, c.window, gate, d.kind, d.layer, c.accuracy - exam.accuracy,
+                c.dialogue.id, c.window, gate, d.kind, d.layer, pair[0] - pair[1],
                 {m: float(v[gate]) for m, v in c.credit.items()}, rep.orphaned_merges,
             )
         )  # fmt: skip

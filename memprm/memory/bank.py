@@ -203,6 +203,11 @@ class MemoryBank:
         self._ops.append(rec)
         return rec
 
+    def skip_entry_id(self) -> None:
+        """Use up the next entry id without creating an entry, as a Write would: a replay that takes back a
+        Write keeps every later entry's recorded id (:mod:`memprm.env.replay`)."""
+        self._next_entry += 1
+
     def _op_id(self) -> str:
         return f"op{len(self._ops):06d}"
 
