@@ -1,8 +1,8 @@
 """Replaying a window's recorded decisions, optionally with one operation taken back (made a Noop).
 
 The action-level counterfactual of the paper's replay validation (§3, Appendix L): "had this operation not
-been taken" is the window played again from the same starting bank, every other recorded action kept, the
-dropped gate a Noop. Two rules make "kept" well defined when the dropped operation was a Write:
+been taken" is the window played again from the same start, every other recorded action kept, the dropped
+gate a Noop. Two rules make "kept" well defined when the dropped operation was a Write:
 
 - the dropped Write still uses up its entry id (:meth:`MemoryBank.skip_entry_id`), so every later entry keeps
   its recorded id: recorded Merges find their targets, and the reader sees the same entry ids (its prompt and
@@ -11,9 +11,8 @@ dropped gate a Noop. Two rules make "kept" well defined when the dropped operati
   Noop and counted (``orphaned_merges``). Its content is lost with the Write, so the replay measures the
   whole chain the Write began, as the un-normalized chain credit assumes.
 
-Dropping a Merge leaves its entry one version shorter; later Merges into it still apply. Every replayed gate
-is checked against the record (same op id, kind and entry, but for the dropped gate and the orphans): a
-replay that drifted raises instead of measuring another counterfactual.
+Dropping a Merge leaves its entry one version shorter. Every replayed gate is checked against the record (op
+id, kind, entry; the dropped gate and orphans aside): a drifted replay raises, never measures something else.
 """
 
 from __future__ import annotations
