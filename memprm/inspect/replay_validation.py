@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from tqdm import tqdm
 
 from memprm.credit import (
     ChainMode,
@@ -36,6 +35,7 @@ from memprm.env.exam import ExamResult, Quiz, ReaderCache, run_exam
 from memprm.env.memory_env import MemoryEnv, advance_reference
 from memprm.env.replay import replay_window
 from memprm.eval.metrics import bootstrap_spearman
+from memprm.logs import progress
 from memprm.memory.bank import MemoryBank
 from memprm.rollout.forks import play_forks
 from memprm.timing import Stopwatch
@@ -94,7 +94,7 @@ def play_windows(
     if credit_cfg.variant is CreditVariant.GOLD:
         raise ValueError("replay validation measures the audit's chain credit: credit.variant=gold has none")
     out, sw = [], Stopwatch()
-    for d in tqdm(dialogues, desc="play", unit="dialogue", leave=False):
+    for d in progress(dialogues, desc="play", unit="dialogue", leave=False):
         mainline, reference = MemoryBank(), MemoryBank()
         for s in d.sessions:
             start, bank = mainline.fork(), mainline.fork()
@@ -153,7 +153,7 @@ def replay_ops(env: MemoryEnv, cases: Sequence[WindowCase], ops: Sequence[tuple[
     """ΔR of each sampled operation (module docstring) and what the replays cost."""
     t0, cost, out = time.perf_counter(), ReplayCost(windows=len({i for i, _ in ops})), []
     calls0 = {id(c.cache): c.cache.reader_calls for c in cases}
-    for i, gate in tqdm(ops, desc="replay", unit="op", leave=False):
+    for i, gate in progress(ops, desc="replay", unit="op", leave=False):
         c = cases[i]
         rep = replay_window(env, c.dialogue, c.window, c.start, c.decisions, gate)
         exam = run_exam(rep.bank, c.quiz, env.reader, env.judge, env.retriever, c.cache)
