@@ -10,7 +10,7 @@ others (or ``--stage-one`` gives it); ``--ablations`` run on the first seed only
 runs (:func:`memprm.fit.finished`) and resumes the interrupted one. Retrieval-only (configs/retrieval_only.yaml)
 and the Mem0-style manager (top-10, top-200) need no training: evaluated once on the test split, cached in
 ``<results>/baselines.json``. Writes ``<results>/ladder.md``, ``.json``, ``.png`` (default
-``experiments/results``; tables: :mod:`memprm.inspect.ladder_report`), the .md / .png also into
+``experiments/results``; tables: :mod:`memprm.inspect.ladder_report`, rendered by :mod:`memprm.inspect.ladder_render`), the .md / .png also into
 ``<output_dir>/ladder/`` for ``memprm inspect``. Runs without results are listed, never silently dropped.
 """
 
@@ -36,6 +36,7 @@ from memprm.env.managers import noop_manager  # noqa: E402
 from memprm.env.mem0 import Mem0Config, evaluate_mem0  # noqa: E402
 from memprm.env.stack import build_stack  # noqa: E402
 from memprm.fit import finished, fit  # noqa: E402
+from memprm.inspect import ladder_render as render  # noqa: E402
 from memprm.inspect import ladder_report as report  # noqa: E402
 from memprm.stages.reader_calibration import calibrate_reader  # noqa: E402
 
@@ -170,8 +171,8 @@ def write(ladder: report.Ladder, seeds: Sequence[int], results: Path, mirror: Pa
     tables = report.tabulate(ladder)
     results.mkdir(parents=True, exist_ok=True)
     (results / "ladder.json").write_text(json.dumps({"seeds": list(seeds), **tables}, indent=1) + "\n")
-    (results / "ladder.md").write_text(report.markdown(tables, seeds))
-    report.plot(tables, results / "ladder.png")
+    (results / "ladder.md").write_text(render.markdown(tables, seeds))
+    render.plot(tables, results / "ladder.png")
     mirror.mkdir(parents=True, exist_ok=True)
     for name in ("ladder.md", "ladder.png"):
         shutil.copyfile(results / name, mirror / name)

@@ -13,6 +13,7 @@ import pytest
 from memprm.callbacks.callback_config import DevSelectionConfig
 from memprm.callbacks.dev_selection import DevCheckpointSelection
 from memprm.data.records import Dialogue
+from memprm.inspect import ladder_render as render
 from memprm.inspect import ladder_report as lr
 from memprm.inspect.trail import FORMAT, TEST_TRAIL, VERSION
 
@@ -158,7 +159,7 @@ def test_markdown_lists_missing_runs_and_baselines(tree, tmp_path):
     lad.missing.append("runs/observational-seed1")
     lad.baselines = {"Mem0 (top-10)": lr.summary(entry(0.5, {"t1": 0.5, "t2": 0.5, "t3": 0.5}))}
     rep = lr.tabulate(lad)
-    md = lr.markdown(rep, [0, 1])
+    md = render.markdown(rep, [0, 1])
     assert "Missing runs (not tabulated): runs/observational-seed1" in md
     assert "| ours | arm | 0,1 | 65.0 ± 7.1 | 60.0 ± 14.1 | 70.0 ± 0.0 | 100 | 21.0 | 3.50 | 0.25 | 60.0 |" in md
     assert "| untrained | reference | 0 | 30.0 ± – |" in md
@@ -168,9 +169,9 @@ def test_markdown_lists_missing_runs_and_baselines(tree, tmp_path):
     assert rep["comparisons"]["Mem0 (top-10)"]["seeds"] == [0, 1]
     assert "| ours | 0: 32, 1: 0 | 16 | 2 / 2 | 52 |" in md
     assert "| t3 | 40.0 | 60.0 | 75.0 | n/a | 20.0 | 50.0 |" in md
-    lr.plot(rep, tmp_path / "ladder.png")
+    render.plot(rep, tmp_path / "ladder.png")
     assert (tmp_path / "ladder.png").stat().st_size > 1000
-    assert "Missing runs: none" in lr.markdown(lr.tabulate(collected(tree)), [0, 1])
+    assert "Missing runs: none" in render.markdown(lr.tabulate(collected(tree)), [0, 1])
 
 
 def test_collect_refuses_a_run_without_its_final_policy(tree):

@@ -16,6 +16,7 @@ then ``group_advantages([parts.total for each rollout])`` over the group.
 from memprm.credit.advantage import GroupAdvantages, GroupStatus, gate_advantages, group_advantages
 from memprm.credit.chains import (
     ChainMode,
+    chain_step_credit,
     cited_versions,
     coverage_penalty,
     propagate_chain_credit,
@@ -76,6 +77,7 @@ __all__ = [
     "TeacherDecision",
     "Tier",
     "TierTargets",
+    "chain_step_credit",
     "cited_versions",
     "composite_rewards",
     "coverage_penalty",

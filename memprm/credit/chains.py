@@ -130,6 +130,19 @@ def step_credit(steps: Sequence[Step], op_credit: Mapping[str, float]) -> np.nda
     return out
 
 
+def chain_step_credit(
+    steps: Sequence[Step],
+    entry_credit: Mapping[str, float],
+    records: Iterable[AuditRecord],
+    chains: Mapping[str, Sequence[str]],
+    mode: ChainMode | str,
+) -> np.ndarray:
+    """``u_t`` ``[T]`` of an episode's steps: ``entry_credit`` propagated along ``chains`` under ``mode`` (the
+    ``cited_version`` mode reads the versions the audit ``records`` say the reader used), then per step."""
+    read = cited_versions(records) if ChainMode(mode) is ChainMode.CITED_VERSION else None
+    return step_credit(steps, propagate_chain_credit(entry_credit, chains, mode, evidence_versions=read))
+
+
 def coverage_penalty(
     steps: Sequence[Step], failed_anchor_turns: Collection[str], *, layers: Collection[str] | None = None
 ) -> np.ndarray:

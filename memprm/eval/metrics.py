@@ -135,9 +135,9 @@ def bootstrap_spearman(
     est = spearman(x, y)
     xa, ya = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     rng, values = np.random.default_rng(seed), []
-    for _ in range(n_boot):
+    for _ in range(n_boot if est.defined else 0):  # no resample of an undefined ρ is defined
         idx = rng.integers(len(xa), size=len(xa))  # [n] a resample of the pairs
-        rho = spearman(xa[idx], ya[idx]) if len(xa) else est
+        rho = spearman(xa[idx], ya[idx])
         if rho.defined:
             values.append(rho.value)
     if not values:

@@ -24,10 +24,8 @@ from memprm.credit import (
     ChainMode,
     CreditConfig,
     CreditVariant,
-    cited_versions,
+    chain_step_credit,
     presence_credit,
-    propagate_chain_credit,
-    step_credit,
 )
 from memprm.credit.tiers import TeacherDecision
 from memprm.data.records import Dialogue
@@ -97,7 +95,7 @@ def play_windows(
     for d in progress(dialogues, desc="play", unit="dialogue", leave=False):
         mainline, reference = MemoryBank(), MemoryBank()
         for s in d.sessions:
-            start, bank = mainline.fork(), mainline.fork()
+            start, bank = mainline, mainline.fork()  # start is never written again: the mainline moves on
             (fp,) = play_forks(env, d, s.index, [bank], policy, sw, greedy=True)
             advance_reference(reference, d, s.index)
             cache = ReaderCache(env.reader, env.judge)
@@ -109,11 +107,8 @@ def play_windows(
             if exam.all_failed:
                 continue
             u_entry = presence_credit(audit.records, credit_cfg, entry_ids=[e.id for e in bank], seed=seed)
-            read = cited_versions(audit.records)
             credit = {
-                str(m): step_credit(
-                    fp.play.steps, propagate_chain_credit(u_entry, audit.chains, m, evidence_versions=read)
-                )
+                str(m): chain_step_credit(fp.play.steps, u_entry, audit.records, audit.chains, m)
                 for m in MODES
             }
             out.append(WindowCase(d, s.index, start, fp.play.decisions, quiz, cache, exam, credit))

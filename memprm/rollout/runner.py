@@ -26,15 +26,12 @@ from typing import Literal
 import numpy as np
 
 from memprm.credit import (
-    ChainMode,
     CreditConfig,
     CreditVariant,
-    cited_versions,
+    chain_step_credit,
     coverage_penalty,
     noop_mask,
     presence_credit,
-    propagate_chain_credit,
-    step_credit,
     suffix_min_shaping,
     sum_shaping,
 )
@@ -167,11 +164,7 @@ class GroupRunner:
                 ids = [e.id for e in bank]
                 u_entry = presence_credit(audit.records, self.credit, entry_ids=ids, seed=seed)
             # cited_version credit goes to the versions the reader read (AuditRecord.versions; cited_versions)
-            read = cited_versions(audit.records) if self.credit.chain is ChainMode.CITED_VERSION else None
-            op_credit = propagate_chain_credit(
-                u_entry, audit.chains, self.credit.chain, evidence_versions=read
-            )
-            u = step_credit(play.steps, op_credit)
+            u = chain_step_credit(play.steps, u_entry, audit.records, audit.chains, self.credit.chain)
             miss = coverage_penalty(play.steps, audit.failed_probe_anchors)
             noop = noop_mask(play.steps)
             shaping = self._shaping(play.critic_inputs, noop)
