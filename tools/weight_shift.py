@@ -1,0 +1,98 @@
+"""Where GRPO moved a scoring policy: dev-selection history and the change of the 13 structural weights.
+
+    python tools/weight_shift.py runs/RUN [runs/RUN2 ...] [--at last|selected] [--json OUT]
+
+For each run folder (one that finished its GRPO stage with ``policy.kind=scoring`` and the two-tower head)
+prints the dev-selection accuracy at every evaluated step (``grpo/dev_selection.json``), the selected step, and
+the change of the head's weights on kind × layer, rank and the two cosines between the SFT policy
+(``policy_sft.pt``) and GRPO's weights: ``--at last`` (default) the last checkpoint
+(``grpo/checkpoints/last.ckpt``), ``--at selected`` the dev-selected policy (``policy_grpo.pt``). These 13
+weights shift every gate's choice of one kind the same way, so their change says in which direction a run
+pushed the manager (write more, merge less, ...); experiments/README.md reads its tables this way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from memprm.env.candidates import CANDIDATE_KINDS
+from memprm.memory.bank import MANAGED_LAYERS
+from memprm.models.two_tower import RANKS, structural_dim
+
+HEAD = "head.weight"
+
+
+def structural_names() -> list[str]:
+    """Names of the head's leading 13 weights, in feature order (kind-major × layer, rank, cosines)."""
+    names = [f"{k}/{layer}" for k in CANDIDATE_KINDS for layer in MANAGED_LAYERS]
+    names += [f"rank {r}" if r < RANKS - 1 else f"rank {r}+" for r in range(RANKS)]
+    return names + ["cos(c,q)", "cos(c,t)"]
+
+
+def head_row(state: dict[str, torch.Tensor], where: Path) -> torch.Tensor:
+    """The first :func:`structural_dim` weights of the scoring head in a state dict (any key prefix)."""
+    keys = [k for k in state if k == HEAD or k.endswith("." + HEAD)]
+    if len(keys) != 1:
+        raise SystemExit(f"{where}: expected one '{HEAD}' tensor, found {keys or 'none'} (not a scoring policy?)")
+    w = state[keys[0]].detach().float().reshape(-1)
+    if w.numel() < structural_dim():
+        raise SystemExit(f"{where}: {keys[0]} has {w.numel()} weights, fewer than the two-tower head's {structural_dim()}")
+    return w[: structural_dim()]
+
+
+def _load(path: Path) -> dict[str, torch.Tensor]:
+    if not path.is_file():
+        raise SystemExit(f"{path}: missing (did the run finish its SFT / GRPO stage?)")
+    obj = torch.load(path, map_location="cpu", weights_only=False)
+    return obj.get("state_dict", obj) if isinstance(obj, dict) else obj
+
+
+def run_shift(run: Path, at: str = "last") -> dict:
+    """One run's dev history, selected step and per-weight change (GRPO − SFT) as a JSON-able dict."""
+    sft = head_row(_load(run / "policy_sft.pt"), run / "policy_sft.pt")
+    other = run / ("grpo/checkpoints/last.ckpt" if at == "last" else "policy_grpo.pt")
+    grpo = head_row(_load(other), other)
+    dev_path = run / "grpo" / "dev_selection.json"
+    dev = json.loads(dev_path.read_text()) if dev_path.is_file() else {"history": [], "best_step": None}
+    return {
+        "run": str(run),
+        "at": at,
+        "dev": [[h["step"], h["accuracy"]] for h in dev["history"]],
+        "selected_step": dev["best_step"],
+        "shift": dict(zip(structural_names(), (grpo - sft).tolist(), strict=True)),
+    }
+
+
+def markdown(rows: list[dict]) -> str:
+    """Two tables: dev-selection history per run, then the weight changes (one column per run)."""
+    out = ["| run | dev selection (step: accuracy) | selected |", "|---|---|---|"]
+    for r in rows:
+        hist = " / ".join(f"{s}: {100 * a:.1f}" for s, a in r["dev"]) or "—"
+        out.append(f"| {Path(r['run']).name} | {hist} | {r['selected_step']} |")
+    out += ["", "| weight | " + " | ".join(Path(r["run"]).name for r in rows) + " |"]
+    out.append("|---|" + "---|" * len(rows))
+    for name in structural_names():
+        out.append(f"| {name} | " + " | ".join(f"{r['shift'][name]:+.2f}" for r in rows) + " |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", type=Path, help="run folders (runs/NAME)")
+    ap.add_argument("--at", choices=("last", "selected"), default="last", help="GRPO weights compared with SFT's")
+    ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
+    args = ap.parse_args(argv)
+    rows = [run_shift(r, args.at) for r in args.runs]
+    print(markdown(rows))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
