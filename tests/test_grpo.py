@@ -19,9 +19,10 @@ from memprm.credit import RewardWeights, composite_rewards, group_advantages
 from memprm.env.policy import GateSample
 from memprm.memory.embedder import resolve_model_path
 from memprm.models import grpo_module
+from memprm.models.grpo_batch import EMPTY, mean_over_ranks, prepare_batch
 from memprm.models.grpo_config import GRPOConfig
 from memprm.models.grpo_losses import clipped_surrogate, kl_k3, policy_loss
-from memprm.models.grpo_module import EMPTY, GRPOPolicyModule, mean_over_ranks, prepare_batch
+from memprm.models.grpo_module import GRPOPolicyModule
 from memprm.models.policies import build_policy
 from memprm.models.policy_config import LoraSettings, PolicyConfig
 from memprm.rollout.batches import GroupBatch, RolloutSteps

@@ -28,8 +28,8 @@ from memprm.env.memory_env import advance_reference
 from memprm.env.policy import GateSample
 from memprm.env.stack import build_stack
 from memprm.memory.bank import MemoryBank
+from memprm.models.grpo_batch import prepare_batch
 from memprm.models.grpo_config import GRPOConfig
-from memprm.models.grpo_module import prepare_batch
 from memprm.rollout import datamodule as datamodule_module
 from memprm.rollout.batches import GroupBatch, LocalOrigin, RolloutSteps
 from memprm.rollout.datamodule import RolloutDataModule, _Episodes

@@ -6,7 +6,7 @@ rollout's final bank (its bank at w+1's start: the only bank of a one-window rol
 start every fork holds the mainline), with sampled actions. Each re-run is rewarded with w+1's window quiz
 accuracy alone (probes + the questions w+1 unlocks, whatever ``rollout.quiz`` says): no credit, no coverage
 penalty, no shaping, and GRPO gives the group outcome advantages beside the whole-window groups
-(:func:`memprm.models.grpo_module.prepare_batch`). Nothing is written back and no deletion test runs; a
+(:func:`memprm.models.grpo_batch.prepare_batch`). Nothing is written back and no deletion test runs; a
 question failed in any re-run is dropped from all. ``local/identical_actions`` is 1 for a group whose k
 re-runs took the same actions at every gate (no contrast in what was done).
 """
