@@ -13,7 +13,9 @@ from memprm.env.stack import build_stack
 from memprm.memory.bank import MemoryBank
 from memprm.rollout.datamodule import RolloutDataModule
 from memprm.rollout.datamodule_config import RolloutDataConfig
+from memprm.rollout.forks import play_forks
 from memprm.rollout.runner import GroupRunner, RolloutConfig
+from memprm.timing import Stopwatch
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -65,6 +67,27 @@ def test_run_group_forks_measures_and_writes_back(setup):
         assert list(r.noop) == [s.choice == 0 for s in r.samples]  # candidate 0 is the Noop
     assert 0.0 <= batch.stats["time/outside_models_share"] <= 1.0
     assert {"probe/gate1_pass", "time/policy", "time/total"} <= set(batch.stats)
+
+
+def test_greedy_write_back_is_a_greedy_play_of_the_window(setup):
+    data, stack, policy = setup
+    d = data["train"][0]
+    with pytest.raises(ValueError, match="rollout.write_back must be random or greedy"):
+        RolloutConfig(write_back="best")
+    runner = GroupRunner(stack.env, CreditConfig(), RolloutConfig(group_size=2, write_back="greedy"), critic)
+    mainline, forks = MemoryBank(), []
+    batch, new = runner.run_group(
+        d, 1, mainline, MemoryBank(), policy, np.random.default_rng(0), torch.Generator().manual_seed(0),
+        forks=forks,
+    )  # fmt: skip
+    assert batch.write_back is None and all(new is not f for f in forks) and len(mainline.ops) == 0
+    greedy = [mainline.fork()]
+    play_forks(stack.env, d, 1, greedy, policy, Stopwatch(), greedy=True)
+
+    def trace(bank):
+        return [(o.kind, o.layer, o.turn_id, o.content) for o in bank.ops]
+
+    assert trace(new) == trace(greedy[0]) and len({o.kind for o in new.ops}) > 1  # not all Noops
 
 
 def test_suffix_min_shaping_reaches_the_steps(setup):

@@ -60,7 +60,8 @@ class GroupBatch:
     window: int
     rollouts: tuple[RolloutSteps, ...]
     quiz_size: int
-    #: index of the rollout whose bank became the mainline (chosen at random); None for a local group.
+    #: index of the rollout whose bank became the mainline (chosen at random); None for a local group and
+    #: under ``rollout.write_back=greedy`` (the mainline is a greedy play, not one of the rollouts).
     write_back: int | None
     stats: dict[str, float] = field(default_factory=dict)  # probe gate rates, timings, …
     origin: LocalOrigin | None = None

@@ -9,7 +9,8 @@
 3. examine and audit each fork (online audit: deletion tests only on entries the episode touched) and turn
    the audit into per-step measurements: verified credit u_t (Eq. 6 → chain propagation; ``cited_version``:
    only to the versions read), coverage penalty miss_t and the critic's shaping s̃_t (suffix-min by default);
-4. write one fork back as the new mainline, chosen uniformly at random (not the best).
+4. write one fork back as the new mainline, chosen uniformly at random (not the best); or, under
+   ``rollout.write_back=greedy``, a further fork played greedily (not examined, not trained on).
 
 A question whose call failed in any rollout is dropped from every rollout's measurement; that rule, the
 ``gold`` credit arm and the group's stats are on :meth:`GroupRunner.run_group`.
@@ -66,6 +67,12 @@ class RolloutConfig:
     #: or ``cumulative`` (every question unlocked so far, re-asked of the bank as it now is; the last window
     #: asks the whole dialogue, as the test protocol does). The probes are the window's own either way.
     quiz: str = "window"
+    #: the next window's mainline bank: ``random`` (one of the G rollouts, uniformly: the method) or ``greedy``
+    #: (one more fork of the window's start played with greedy choices, neither examined nor trained on; it
+    #: costs that play's policy forwards). ``greedy`` keeps the episodes' starting banks on the states the
+    #: deployed (greedy) policy visits, where ``random`` lets the sampled deviations of every earlier window
+    #: pile up in them.
+    write_back: str = "random"
     #: local re-run groups (the ``local_reroll`` arm; :mod:`memprm.rollout.local_groups`): off at ``p`` = 0.
     local: LocalRerunConfig = field(default_factory=LocalRerunConfig)
 
@@ -78,6 +85,8 @@ class RolloutConfig:
             raise ValueError(f"rollout.sum_scale must be auto or a finite number > 0, got {self.sum_scale!r}")
         if self.quiz not in ("window", "cumulative"):
             raise ValueError(f"rollout.quiz must be window or cumulative, got {self.quiz!r}")
+        if self.write_back not in ("random", "greedy"):
+            raise ValueError(f"rollout.write_back must be random or greedy, got {self.write_back!r}")
 
 
 class GroupRunner:
@@ -110,7 +119,7 @@ class GroupRunner:
         forks: list[MemoryBank] | None = None,
     ) -> tuple[GroupBatch, MemoryBank]:
         """One episode. ``reference`` (the verbatim bank through the previous window) is advanced in place.
-        Returns the batch and the new mainline bank; ``forks``, when given, receives every rollout's final
+        Returns the batch and the new mainline bank (``rollout.write_back``); ``forks``, when given, receives every rollout's final
         bank in rollout order (analysis tools compare them; training keeps only the mainline).
 
         A quiz question whose reader or judge call failed in any rollout of the group is dropped from every
@@ -182,7 +191,11 @@ class GroupRunner:
                     recorded, noop, u, miss, shaping, audit.accuracy, stats, play.critic_inputs, lab_u, lab_rr
                 )
             )
-        write_back = int(rng.integers(len(banks)))
+        write_back: int | None = int(rng.integers(len(banks)))
+        nxt = banks[write_back]
+        if self.cfg.write_back == "greedy":
+            nxt, write_back = mainline.fork(), None
+            play_forks(self.env, dialogue, window, [nxt], policy, sw, greedy=True, generator=generator)
         if forks is not None:
             forks.extend(banks)
         total = time.perf_counter() - t0
@@ -197,7 +210,7 @@ class GroupRunner:
         stats["audit/group_dropped_questions"] = float(len(failed))
         stats |= failures.log_dict(failures.delta(llm_before, failures.snapshot()))
         batch = GroupBatch(dialogue.id, window, tuple(rollouts), len(prepared.quiz), write_back, stats)
-        return batch, banks[write_back]
+        return batch, nxt
 
     def _shaping(self, critic_inputs: tuple[str, ...], noop: np.ndarray) -> np.ndarray:
         if self.critic is None or self.cfg.shaping == "none" or not len(noop):
