@@ -3,7 +3,7 @@
 Checks recompute things independently of the generator where they can: temporal answers from the turn's
 relative expression and the session date, knowledge-update and previous-value answers from a timeline parsed
 out of the canonical fact texts, distractor exchanges and third-party statements from the template texts.
-The checks on generated data run on both phrasing families (``standard`` and ``heldout``).
+The checks on generated data run on every phrasing family (``standard``, ``tuning`` and ``heldout``).
 """
 
 from __future__ import annotations
@@ -117,6 +117,12 @@ READINGS = {
          "four days back": 4, "five days back": 5, "this time last week": 7},
         "this past",
         "over the past week",
+    ),
+    "tuning": Reading(
+        {"today": 0, "last night": 1, "the night before last": 2, "three nights ago": 3, "four nights ago": 4,
+         "five nights ago": 5, "a full week ago": 7},
+        "on",
+        "the previous week",
     ),
 }  # fmt: skip
 

@@ -270,7 +270,7 @@ def test_heldout_event_turns_resolve_to_the_date_of_their_fact(heldout):
 
 
 def test_phrasing_is_selected_by_name_and_on_the_command_line():
-    assert PHRASING_NAMES == ("standard", "heldout")
+    assert PHRASING_NAMES == ("standard", "tuning", "heldout")
     assert phrasing_tables("standard") is STANDARD and phrasing_tables("heldout") is HELDOUT
     assert SyntheticConfig().phrasing == "standard"
     assert load_config(None, ["data.synthetic.phrasing=heldout"]).data.synthetic.phrasing == "heldout"
@@ -279,7 +279,7 @@ def test_phrasing_is_selected_by_name_and_on_the_command_line():
 @pytest.mark.parametrize("name", ["held-out", "Heldout", "", "paraphrase"])
 def test_an_unknown_phrasing_fails_clearly(name):
     with pytest.raises(
-        ValueError, match=r"SyntheticConfig\.phrasing must be one of \('standard', 'heldout'\)"
+        ValueError, match=r"SyntheticConfig\.phrasing must be one of \('standard', 'tuning', 'heldout'\)"
     ):
         SyntheticConfig(phrasing=name)
     with pytest.raises(ValueError, match="unknown phrasing"):

@@ -2,9 +2,10 @@
 
 ``standard`` is the family the offline roles (rule note writer, extractive reader) were partly written
 against; ``heldout`` says the same things in sentences nobody writing the roles has seen, so results on it
-do not flatter them. Both families have tables of the same lengths, so every random draw is the same: a
-held-out dialogue is a line-by-line paraphrase of the standard one of the same (config, index), with the
-same plan, turn ids, fact annotations, questions' answers and evidence. Only the surface text differs.
+do not flatter them. All families have tables of the same lengths, so every random draw is the same: a
+dialogue of another family is a line-by-line paraphrase of the standard one of the same (config, index), with
+the same plan, turn ids, fact annotations, questions' answers and evidence. Only the surface text differs.
+``tuning``, new sentences too, is the one the roles may be developed against; ``heldout`` stays unseen.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ from dataclasses import dataclass
 
 from memprm.data.synthetic import heldout_lines as hl
 from memprm.data.synthetic import lines as sl
+from memprm.data.synthetic import tuning_lines as tl
 from memprm.data.synthetic.attributes import ATTRIBUTES
 from memprm.data.synthetic.heldout_attributes import HELDOUT_ATTRIBUTES
 from memprm.data.synthetic.heldout_vocabulary import HELDOUT_ACTIVITIES, HELDOUT_RELATIVE_TIMES
+from memprm.data.synthetic.tuning_attributes import TUNING_ATTRIBUTES
+from memprm.data.synthetic.tuning_vocabulary import TUNING_ACTIVITIES, TUNING_RELATIVE_TIMES
 from memprm.data.synthetic.vocabulary import ACTIVITIES, RELATIVE_TIMES, Activity, Attribute, RelativeTime
 
 
@@ -64,6 +68,27 @@ STANDARD = Phrasing(
     event_ident=sl.EVENT_IDENT,
 )
 
+TUNING = Phrasing(
+    name="tuning",
+    attributes=TUNING_ATTRIBUTES,
+    activities=TUNING_ACTIVITIES,
+    relative_times=TUNING_RELATIVE_TIMES,
+    event_tells=tl.EVENT_TELLS,
+    comments=tl.COMMENTS,
+    greetings=tl.GREETINGS,
+    greeting_replies=tl.GREETING_REPLIES,
+    prompts=tl.PROMPTS,
+    reactions=tl.REACTIONS,
+    small_talk=tl.SMALL_TALK,
+    topical=tl.TOPICAL,
+    near_miss_replies=tl.NEAR_MISS_REPLIES,
+    third_party_replies=tl.THIRD_PARTY_REPLIES,
+    closings=tl.CLOSINGS,
+    closing_tails=tl.CLOSING_TAILS,
+    temporal_ask=tl.TEMPORAL_ASK,
+    event_ident=tl.EVENT_IDENT,
+)
+
 HELDOUT = Phrasing(
     name="heldout",
     attributes=HELDOUT_ATTRIBUTES,
@@ -85,7 +110,7 @@ HELDOUT = Phrasing(
     event_ident=hl.EVENT_IDENT,
 )
 
-PHRASINGS: dict[str, Phrasing] = {p.name: p for p in (STANDARD, HELDOUT)}
+PHRASINGS: dict[str, Phrasing] = {p.name: p for p in (STANDARD, TUNING, HELDOUT)}
 PHRASING_NAMES: tuple[str, ...] = tuple(PHRASINGS)
 
 
