@@ -65,6 +65,19 @@ PARAPHRASES = [  # English constructions no generator template uses (issue 23: r
     ("You'd like my partner, Quinn, they're hilarious.", ("Ana/partner", "Ana's partner: Quinn")),
     ("I have a new cat named Pixel.", ("Ana/cat", "Ana's cat: Pixel")),
     ("My flat in Oslo is tiny but I love it.", ("Ana/city", "Ana's home city: Oslo")),  # where one's home is
+    # constructions around an attribute noun (NOUN_PATTERNS), a tag question, more occupation verbs
+    ("Nothing beats my usual drink, a flat white.", ("Ana/drink", "Ana's go-to drink: flat white")),
+    ("I start every day with matcha, my drink of choice.", ("Ana/drink", "Ana's go-to drink: matcha")),
+    ("The language I'm most proud of is Finnish.", ("Ana/language", "Ana's language: Finnish")),
+    ("Paella is now the dish I cook most.", ("Ana/food", "Ana's favourite food: Paella")),
+    ("Lately paella has taken over as my top dish.", ("Ana/food", "Ana's favourite food: paella")),
+    ("Big news on the car front for me: a Volvo XC40.", ("Ana/car", "Ana's car: Volvo XC40")),
+    ("I'm a pharmacist by training, you know?", ("Ana/job", "Ana's job: pharmacist")),
+    ("Last spring I was hired as a paramedic.", ("Ana/job", "Ana's job: paramedic")),
+    ("Being a welder keeps me busy.", ("Ana/job", "Ana's job: welder")),
+    ("I'm on a hockey team at work.", ("Ana/sport", "Ana's sport: hockey")),
+    ("I take Greek lessons on Saturdays.", ("Ana/learning", "Ana's subject being learned: Greek")),
+    ("We made Porto our home in the spring.", ("Ana/city", "Ana's home city: Porto")),
 ]
 
 
@@ -83,10 +96,28 @@ def test_rule_writer_reads_paraphrased_attributes(text, expected):
         "My guess is that it rains.",  # "my guess is" names no attribute
         "I sold my Kia Soul and bought a Jeep Wrangler!",  # a capitalized make is no attribute noun
         "My sister Maya is a chef.",  # a relative's attribute
+        "My best mate is opening a bakery.",  # a friend's news
+        "Someone on my street is selling a Kia Soul.",  # "my street is selling": a verb, not a value
     ],
 )
 def test_rule_writer_writes_no_profile_note_for_look_alikes(text):
     assert [n for n in notes(text) if n.layer == "profile"] == []
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [  # a past-tense predicate of any verb; the date from any clause of the sentence; the event's own clause
+        ("Quick news: I repainted the kitchen three nights ago.", "On 5 May 2023, Ana repainted the kitchen."),
+        ("On Saturday, can you believe it, I swam across the lake, and I'm still buzzing.",
+         "On 6 May 2023, Ana swam across the lake."),
+        ("The night before last I finally fixed the fence and painted it.",
+         "On 6 May 2023, Ana finally fixed the fence and painted it."),
+        ("I passed my driving test a full week ago.", "On 1 May 2023, Ana passed Ana's driving test."),
+        ("The previous week I volunteered at the food bank.", "In the week before 8 May 2023, Ana volunteered at the food bank."),
+    ],
+)  # fmt: skip
+def test_rule_writer_dates_events_in_any_english(text, expected):
+    assert [n.text for n in notes(text)] == [expected]
 
 
 def test_first_person_resolution_and_no_copy_of_the_turn():

@@ -42,6 +42,12 @@ def q(text: str) -> Question:
         ("I painted it over the weekend", "2023-05-08", "6 May 2023"),
         ("this past Friday was fun", "2023-05-08", "5 May 2023"),
         ("this afternoon I baked bread", "2023-05-08", "8 May 2023"),
+        ("three nights ago we met", "2023-05-08", "5 May 2023"),
+        ("the night before last I moved", "2023-05-08", "6 May 2023"),
+        ("I moved a full week ago", "2023-05-08", "1 May 2023"),
+        ("a whole two weeks ago we met", "2023-05-08", "24 April 2023"),
+        ("the previous week I moved", "2023-05-08", "the week before 8 May 2023"),
+        ("over the past year I learned it", "2023-05-08", "8 May 2023"),  # a duration, not a date
     ],
 )
 def test_relative_time_resolution(text, said, expected):

@@ -92,7 +92,7 @@ _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|mine|myself|we|we're|w
 _THIRD_PARTY = re.compile(
     r"\b(?:my|our)\s+(?:\w+\s+)?(sister|brother|cousin|uncle|aunt|nephew|niece|neighbou?rs?|friend|friends|"
     r"parents|mum|mom|dad|father|mother|grandmother|grandfather|colleague|coworker|boss|roommate|son|"
-    r"daughter|kids)\b|\bfriend of mine\b",
+    r"daughter|kids|mates?|pals?|buddy)\b|\bfriend of mine\b",
     re.I,
 )
 _CHATTER = frozenset(
@@ -114,7 +114,7 @@ _FACT_VERBS = frozenset(
 _LEADING = _NOT_CONTENT | {"now", "new"}  # words a captured value never starts with
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 _END = (
-    r"(?=\s*(?:[,.!?;:]|\s(?:and|but|at|with|every|for|in|on|since|so|which|who|as|now|instead|lessons|"
+    r"(?=\s*(?:[,.!?;:]|\s(?:and|but|at|with|by|every|for|in|on|since|so|which|who|as|now|instead|lessons|"
     r"club|match|is getting)\b|$))"
 )
 _VALUE = rf"(?P<v>[A-Za-z0-9][\w'’\-]*(?:\s+[A-Za-z0-9][\w'’\-]*){{0,3}}?){_END}"
@@ -132,11 +132,14 @@ _ATTR = r"(?-i:(?P<a>(?:[a-z][\w\-]*\s+){0,2}?[a-z][\w\-]*))"  # the attribute n
 PROFILE_PATTERNS: tuple[tuple[str | None, re.Pattern[str]], ...] = tuple(
     (key, re.compile(rx, re.I))
     for key, rx in (
+        ("job", r"\bbeing\s+an?\s+(?P<v>[a-z]+(?:\s+[a-z]+)?)\s+(?:means|is|has|keeps|makes|pays)\b"),  # first: ties
         ("job", rf"\b(?:i work as|i'm working as|i am working as|working as|job as|career as|i'm employed as|"
-                rf"i became|i'm now|i am now|now i'm|i'm|i am|being)\s+an?\s+{_VALUE}"),  # fmt: skip
+                rf"i became|i'm now|i am now|now i'm|i'm|i am|being|hired as|employed as|taken on as|"
+                rf"(?:a|the) (?:post|position|role) as|trained as|qualified as)\s+an?\s+{_VALUE}"),  # fmt: skip
         ("city", rf"\b(?:i live in|i'm living in|i am living in|living in|(?:i |we )?moved (?:from \w+ )?to|"
                  rf"i relocated to|relocated to|i'm based in|based in|settled in|here in|being in|"
                  rf"my (?:new )?(?:place|home|flat|apartment|house) in)\s+{_NAME}"),  # fmt: skip
+        ("city", rf"\b(?:made|make|making)\s+{_NAME}\s+(?:my|our)\s+(?:new\s+)?home\b"),
         (None, rf"\bmy\s+{_ATTR}\s+(?:is|was)\s+(?:called\s+|named\s+)?{_ART}{_VALUE}"),
         (None, r"\b(?P<v>(?:[A-Za-z][\w'’\-]*\s+)?[A-Za-z][\w'’\-]*)\s+is my (?:new |current |absolute )?"
                r"(?P<a>(?:favou?rite|go-to|usual)\s+[a-z]+)\b"),  # fmt: skip
@@ -146,14 +149,66 @@ PROFILE_PATTERNS: tuple[tuple[str | None, re.Pattern[str]], ...] = tuple(
         (None, rf"\b(?:switched|changed)\s+my\s+{_ATTR}\s+from\s+.+?\s+to\s+{_ART}{_VALUE}"),
         ("instrument", rf"\b{_I}\s+(?:(?:learning|starting)\s+to\s+)?(?:play(?:ing)?|practi[sc](?:e|ed|ing))\s+the\s+"
                        rf"{_VALUE}"),  # fmt: skip
+        ("instrument", rf"\b(?:practi[sc]ing\s+the|(?:taken|took|picked)\s+up\s+the)\s+{_VALUE}"),
         ("sport", rf"\b{_I}\s+play(?:ing)?\s+{_VALUE}"),
         ("car", rf"\b(?:i drive|i'm driving|i am driving)\s+{_ART}{_VALUE}"),
         ("book", rf"\b(?:i'm|i am)\s+(?:reading|re-reading)\s+{_VALUE}"),
         ("learning", rf"\b(?:i'm|i am|i've been|i started|started)\s+(?:learning|studying)\s+{_VALUE}"),
+        ("learning", rf"\b(?:have|take|taking|started|attend|attending)\s+{_NAME}\s+(?:lessons|classes)\b"),
         ("partner", rf"\b(?:i'm|i am)\s+(?:dating|seeing|engaged to|married to)\s+(?:someone\s+(?:called|named)\s+)?"
                     rf"{_NAME}"),  # fmt: skip
         ("drink", rf"\b{_I}\s+(?:drink|drinking|sip|sipping)\s+{_ART}{_VALUE}"),
     )
+)
+#: common English nouns for a person's own attributes (possessions, tastes, occupation, home, pursuits,
+#: relationships) → the key a note files them under. Not the data's attribute list: a noun from here lets
+#: the constructions of :data:`NOUN_PATTERNS` read a value that has no grammar of its own around it
+#: ("my favourite drink, kombucha", "the instrument I love most is the ukulele").
+ATTRIBUTE_NOUNS = {
+    **dict.fromkeys("food dish meal snack cuisine".split(), "food"),
+    **dict.fromkeys("drink beverage".split(), "drink"),
+    **dict.fromkeys("book novel".split(), "book"),
+    **dict.fromkeys("car vehicle".split(), "car"),
+    **dict.fromkeys("dog puppy pup".split(), "dog"),
+    **dict.fromkeys("cat kitten".split(), "cat"),
+    **dict.fromkeys("city town hometown".split(), "city"),
+    **dict.fromkeys("job career profession occupation".split(), "job"),
+    **dict.fromkeys(["instrument"], "instrument"),
+    **dict.fromkeys(["language"], "language"),
+    **dict.fromkeys("sport team".split(), "sport"),
+    **dict.fromkeys("partner girlfriend boyfriend husband wife fiance fiancee".split(), "partner"),
+    **dict.fromkeys("pet bike motorbike band song album show series film movie hobby colour color subject".split(), None),
+}
+_NOUN = r"(?P<a>" + "|".join(sorted(ATTRIBUTE_NOUNS, key=len, reverse=True)) + r")"
+_QUAL = r"(?:(?:new|favou?rite|usual|current|top|go-to|absolute|latest|main|beloved|own)\s+)*"
+_TAIL = r"(?=\s*(?:[,.!?;:]|$))"  # the value closes the clause
+_SHORT = rf"(?P<v>[A-Za-z0-9][\w'’\-]*(?:\s+[A-Za-z0-9][\w'’\-]*){{0,2}}){_TAIL}"
+
+#: (pattern) English constructions around an attribute noun of :data:`ATTRIBUTE_NOUNS` that state the
+#: speaker's value: apposition either way ("my favourite drink, kombucha"; "chai, my drink of choice"), a
+#: colon ("a new partner in the picture: Rowan"), a cleft either way ("the instrument I love most is the
+#: ukulele"; "dumplings is now the food I crave most"), "X … as my top food", and a name after "called".
+NOUN_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(rx, re.I)
+    for rx in (
+        rf"\b(?:my|a|an|the)\s+{_QUAL}{_NOUN}(?:\s+of\s+choice)?\s*,\s+(?:an?\s+|the\s+)?{_SHORT}",
+        rf"^(?:[\w'’]+\s+){{0,8}}?(?:an?\s+|the\s+)?(?P<v>[A-Za-z][\w'’\-]*(?:\s+[A-Za-z0-9][\w'’\-]*)?)\s*,\s+"
+        rf"my\s+{_QUAL}{_NOUN}(?:\s+of\s+choice)?{_TAIL}",
+        rf"\b{_NOUN}\b[^:.!?]*:\s+(?:an?\s+|the\s+)?(?P<v>[A-Za-z0-9][\w'’\-]*(?:\s+[A-Za-z0-9][\w'’\-]*){{0,4}}){_TAIL}",
+        rf"\bthe\s+{_NOUN}\s+(?:that\s+)?(?:i|i'd|i'm|i've|i'll)\s+[^,;:.!?]*?\bis\s+(?:an?\s+|the\s+)?{_SHORT}",
+        rf"(?P<v>[A-Za-z][\w'’\-]*)\s+(?:is|are)\s+(?:now\s+|still\s+)?(?:the|my)\s+{_QUAL}{_NOUN}\s+"
+        rf"(?:that\s+)?(?:i|i'd|i'm|i've)\b",
+        rf"(?P<v>[A-Za-z][\w'’\-]*)\s+(?:has|have)\s+(?:\w+\s+){{0,2}}as\s+my\s+{_QUAL}{_NOUN}\b",
+        rf"\b(?:a|my)\s+{_QUAL}{_NOUN}\b[^,;:.!?]{{0,20}}?\b(?:called|named)\s+{_NAME}",
+        r"\b(?:i'm|i am|i play)\s+(?:on|in|for)\s+(?:a|the|our)\s+(?P<v>[a-z]+)\s+(?P<a>team)\b",
+        r"\ba\s+(?:game|match)\s+of\s+(?P<v>[a-z]+)\b[^.!?]*\b(?P<a>sport)\b",
+    )
+)
+#: a verb that introduces the value after a colon ("A new sport for me: I've taken up rugby").
+_TAKE_UP = re.compile(
+    r"^(?:(?:i've|i have|i'm|i am|i|we've|we)\s+)?(?:just\s+)?(?:taken up|took up|take up|signed up for|started|"
+    r"moved on to|switched to|learning|playing|reading|driving|dating)\s+(?:an?\s+|the\s+)?",
+    re.I,
 )
 #: how a profile note names its attribute when the pattern did not say it (default: the key itself).
 ATTRIBUTE_NAMES = {
@@ -171,12 +226,52 @@ _NOT_ATTRIBUTE = frozenset(
 
 
 #: fact verbs too common to mark an event without a relative time expression ("I had no idea").
-_WEAK_VERBS = frozenset("had got did made took went tried read met left gave".split())
+_WEAK_VERBS = frozenset(
+    "had got did made took went tried read met left gave put let set kept felt thought knew saw heard found".split()
+)
+#: English irregular past-tense forms (a past-tense predicate that does not end in -ed).
+_IRREGULAR_PAST = frozenset(
+    "went came saw took made got gave found ran won began bought brought caught taught built sent spent left met "
+    "read kept slept swam sang drove rode wrote ate drank flew fell felt held heard lost paid put sat sold stood "
+    "told wore woke dug hung led lit shot shut spoke threw chose forgot froze grew knew hid broke blew drew fought "
+    "struck stuck swung tore cut hit let quit set did had thought".split()
+)
+#: "I / we" (an adverb may intervene) and the next word: the candidate verb of a first-person predicate.
+_SUBJECT_VERB = re.compile(
+    r"\b(?:i|we)\s+(?:(?:just|finally|actually|also|really|even|then|once|recently|first|only|somehow)\s+)?"
+    r"(?P<verb>[a-z]+)\b",
+    re.I,
+)
+#: a clause that continues the previous one's predicate with no subject of its own ("and finished in …").
+_CONTINUATION = re.compile(r"^(?:and|then|before|after)\s+(?!i\b|we\b|it\b|let\b)[a-z]+ed\b", re.I)
 
 
-def _profile_value(text: str) -> tuple[str, str, str] | None:
-    """The last (key, attribute name, value) a first-person attribute pattern finds in ``text`` (step 3)."""
-    best: tuple[int, str, str, str] | None = None
+def _past_predicate(clause: str) -> str | None:
+    """The past-tense verb of a first-person predicate in ``clause`` ("I finally fixed …" → "fixed"): a fact
+    verb, an irregular past form, or a regular -ed form ("need", "used to" are not)."""
+    for m in _SUBJECT_VERB.finditer(clause):
+        v = m.group("verb").lower()
+        if v in _FACT_VERBS or v in _IRREGULAR_PAST or (v.endswith("ed") and len(v) > 4 and not v.endswith("eed")
+                                                        and v != "used"):  # fmt: skip
+            return v
+    return None
+
+
+def _profile_value(text: str, dated: bool = False) -> tuple[str, str, str] | None:
+    """The last (key, attribute name, value) a first-person attribute pattern finds in ``text`` (step 3); a
+    construction around an attribute noun (:data:`NOUN_PATTERNS`) comes first, unless the sentence is
+    ``dated`` (it has a relative time expression: "I adopted a kitten named Mochi two days ago" is an event)."""
+    for rx in () if dated else NOUN_PATTERNS:
+        for m in rx.finditer(text):
+            words = _TAKE_UP.sub("", m.group("v").strip(" '’")).split()
+            while words and words[0].lower() in _LEADING | _NOT_ATTRIBUTE:
+                words.pop(0)
+            value = " ".join(words)
+            noun = m.group("a").lower()
+            if value and value.lower() not in _NOT_CONTENT and value.lower() not in ATTRIBUTE_NOUNS:
+                key = ATTRIBUTE_NOUNS[noun] or noun
+                return key, ATTRIBUTE_NAMES.get(key, key), value
+    best: tuple[tuple[bool, int], str, str, str] | None = None
     for key, rx in PROFILE_PATTERNS:
         for m in rx.finditer(text):
             words = m.group("v").strip(" '’").split()
@@ -191,11 +286,16 @@ def _profile_value(text: str) -> tuple[str, str, str] | None:
                 phrase = m.group("a").lower().split()
                 if phrase[-1] in _NOT_CONTENT | _NOT_ATTRIBUTE or _THIRD_PARTY.search(f"my {phrase[-1]}"):
                     continue
+                if words[0].lower().endswith("ing"):  # "my street is selling …": a verb, not a value
+                    continue
                 k, name = phrase[-1], " ".join(phrase)
             else:
                 k, name = key, ATTRIBUTE_NAMES.get(key, key)
-            if best is None or m.start("v") > best[0]:
-                best = (m.start("v"), k, name, value)
+            # an attribute English names (a keyed rule, a noun of ATTRIBUTE_NOUNS) outranks any other noun
+            # ("Being a designer means my calendar is packed" is about the job); then the last one wins
+            rank = (key is not None or k in ATTRIBUTE_NOUNS, m.start("v"))
+            if best is None or rank > best[0]:
+                best = (rank, k, name, value)
     return None if best is None else best[1:]
 
 
@@ -232,6 +332,13 @@ def _clauses(sentence: str) -> list[str]:
     return [c.strip() for c in re.split(r"[,;:]", sentence) if c.strip()]
 
 
+def _own_statements(sentence: str) -> str:
+    """``sentence`` without its clauses about others (step 2), each kept clause with the mark that closed it."""
+    parts = re.split(r"([,;:])", sentence)  # clause, mark, clause, mark, …
+    kept = [(c.strip(), m) for c, m in zip(parts[::2], [*parts[1::2], ""], strict=True) if c.strip()]
+    return " ".join(f"{c}{m}" for c, m in kept if not _about_others(c)).rstrip(",;: ")
+
+
 _SUBJECT = re.compile(r"\b(i|i'm|i've|i'd|i'll|we|we're|we've)\b", re.I)
 
 
@@ -252,7 +359,8 @@ class RuleNoteWriter:
     """The offline note writer: a real, deterministic rule set, step by step.
 
     1. *Sentences and clauses.* The turn is split into sentences (``.``, ``!``, ``?``) and each sentence into
-       clauses at ``,``, ``;`` and ``:``. Questions are dropped whole.
+       clauses at ``,``, ``;`` and ``:``. Questions are dropped whole, except a tag question ("…, did you
+       know?": a last clause of at most four words), which keeps its statement.
     2. *Small talk and fillers dropped.* A clause is kept only when it has a first-person word (I, my, me,
        we, our …) and a content word outside a lexicon of discourse markers, sentiment and chit-chat words
        ("guess", "tell", "fun", "buzzing", "honestly" …). Statements whose subject is somebody else (my
@@ -283,35 +391,49 @@ class RuleNoteWriter:
         speaker = turn.speaker
         out: list[Note] = []
         for sentence in re.split(r"(?<=[.!?])\s+", turn.text.strip()):
-            if not sentence or sentence.rstrip().endswith("?"):
+            if sentence.rstrip().endswith("?"):  # a question; but "I'm a nurse by trade, did you know?" states
+                head, _, tag = sentence.rstrip(" ?").rpartition(",")
+                sentence = head if head and len(tag.split()) <= 4 else ""
+            if not sentence:
                 continue
             kept = [c for c in _clauses(sentence.rstrip(".!")) if _keep(c)]
             if not kept:
                 continue
-            profile = _profile_value(" , ".join(c for c in _clauses(sentence) if not _about_others(c)))
+            dated = said_on is not None and find_relative(sentence, said_on) is not None
+            profile = _profile_value(_own_statements(sentence), dated)
             if profile is not None:
                 key, name, value = profile
                 note = profile_note(speaker, key, value, said_on, name=name)
                 out = [n for n in out if n.key != note.key]  # the last statement of an attribute wins
                 out.append(note)
                 continue
-            event = self._event(kept, speaker, said_on)
+            event = self._event(sentence.rstrip(".!"), kept, speaker, said_on)
             if event is not None:
                 out.append(event)
         return tuple(out)
 
     @staticmethod
-    def _event(clauses: list[str], speaker: str, said_on: datetime | None) -> Note | None:
-        text = " ".join(clauses)
-        words = [w.lower() for w in _WORD.findall(text)]
-        verbs = [w for w in words if w in _FACT_VERBS]
-        hit = find_relative(text, said_on) if said_on else None
-        if hit is None and not any(v not in _WEAK_VERBS for v in verbs):
+    def _event(sentence: str, clauses: list[str], speaker: str, said_on: datetime | None) -> Note | None:
+        hit = find_relative(sentence, said_on) if said_on else None
+        first = next((i for i, c in enumerate(clauses) if _past_predicate(c)), None)
+        if first is None:
+            if hit is None or not any(_FIRST_PERSON.search(c) for c in clauses):
+                return None
+            first = 0
+        elif hit is None and _past_predicate(clauses[first]) in _WEAK_VERBS:
             return None
+        body_clauses = [clauses[first]]
+        for c in clauses[first + 1 :]:  # "…, and finished in two hours": the same subject's next predicate
+            if not _CONTINUATION.match(c):
+                break
+            body_clauses.append(c)
+        text = " ".join(body_clauses)
+        own = find_relative(text, said_on) if said_on else None
+        if own is not None:  # the date is said inside the event's own clause: cut it out
+            text = (text[: own[0]] + text[own[1] :]).strip()
         lead = ""
         if hit is not None:
-            start, end, resolved = hit
-            text = (text[:start] + text[end:]).strip()
+            resolved = hit[2]
             lead = f"In {resolved}, " if resolved.startswith("the ") else f"On {resolved}, "
         body = _LEAD.sub("", resolve_first_person(text, speaker)).strip(" ,")
         body = re.sub(r"\s+", " ", body).rstrip(" ,.!")

@@ -4,12 +4,14 @@ The offline reader answers "when" questions from a version's timestamp (its sess
 expression in the version's text. Conventions (LoCoMo's annotation style):
 
 - ``today`` / ``this morning|afternoon|evening`` / ``tonight`` / ``earlier today`` → the date;
-  ``yesterday`` / ``last night`` → −1 day; ``the day before yesterday`` → −2 days;
-- ``N days|weeks ago|back`` (digits, one…twelve, ``a`` = 1, ``a couple of`` = 2) → −N / −7N days;
-  ``a fortnight ago`` → −14 days; ``N years ago`` → the year N years before;
+  ``yesterday`` / ``last night`` → −1 day; ``the day|night before yesterday|last`` → −2 days;
+- ``N days|nights|weeks ago|back`` (digits, one…twelve, ``a`` = 1, ``a couple of`` = 2; ``full|whole|good``
+  may qualify the unit) → −N / −7N days; ``a fortnight ago`` → −14 days; ``N years ago`` → the year N years
+  before;
 - ``last|on|this past <weekday>`` → the most recent such weekday strictly before; ``last weekend`` /
   ``this past weekend`` / ``over the weekend`` → the most recent Saturday strictly before;
-- ``last week|month|year`` → "the week/month/year before <date>" (LoCoMo's gold phrasing).
+- ``last|the previous week|month|year`` → "the week/month/year before <date>" (LoCoMo's gold
+  phrasing).
 
 English date arithmetic, not the synthetic generator's phrase list. The first expression (left to right)
 wins; with none, the date itself is the answer.
@@ -43,12 +45,13 @@ _NUM = {
     "couple of": 2,
 }
 _NUM_RE = r"(\d+|a couple of|a couple|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_FULL = r"(?:full |whole |good )?"  # "a full week ago"
 _PATTERNS = [
-    ("before_yesterday", re.compile(r"\bthe day before yesterday\b")),
+    ("before_yesterday", re.compile(r"\bthe (?:day|night) before (?:yesterday|last)\b")),
     ("yesterday", re.compile(r"\b(?:yesterday|last night)\b")),
     ("today", re.compile(r"\b(?:today|this morning|this afternoon|this evening|tonight)\b")),
-    ("days_ago", re.compile(rf"\b{_NUM_RE} days? (?:ago|back)\b")),
-    ("weeks_ago", re.compile(rf"\b{_NUM_RE} weeks? (?:ago|back)\b")),
+    ("days_ago", re.compile(rf"\b{_NUM_RE} {_FULL}(?:days?|nights?) (?:ago|back)\b")),
+    ("weeks_ago", re.compile(rf"\b{_NUM_RE} {_FULL}weeks? (?:ago|back)\b")),
     ("fortnight", re.compile(r"\ba fortnight (?:ago|back)\b")),
     ("years_ago", re.compile(rf"\b{_NUM_RE} years? (?:ago|back)\b")),
     ("weekend", re.compile(r"\b(?:last|this past|over the) weekend\b")),
@@ -56,9 +59,9 @@ _PATTERNS = [
         "weekday",
         re.compile(r"\b(?:last|on|this past) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"),
     ),
-    ("week", re.compile(r"\blast week\b")),
-    ("month", re.compile(r"\blast month\b")),
-    ("year", re.compile(r"\blast year\b")),
+    ("week", re.compile(r"\b(?:last|the previous) week\b")),
+    ("month", re.compile(r"\b(?:last|the previous) month\b")),
+    ("year", re.compile(r"\b(?:last|the previous) year\b")),
 ]
 
 
