@@ -1,0 +1,149 @@
+"""Did training improve the manager? A run's SFT and GRPO policies on fresh synthetic dialogues, paired.
+
+    python tools/eval_run.py runs/RUN [runs/RUN2 ...] [--fresh 10] [--policies sft,last,selected] [--json OUT]
+
+Dev selection reads 54 questions, where one question is 1.9 points and recipes differ by one or two; the
+test split must not choose recipes. This tool plays each policy greedily (the test protocol: every
+dialogue's bank built from empty, every question answered from the final bank) on ``--fresh`` synthetic
+dialogues no split of the run holds (indices after its RL dialogues: the generator makes each dialogue from
+its index alone), so a recipe can be chosen on ~50 questions per dialogue × ``--fresh``, with intervals
+clustered by dialogue and paired tests against the run's own SFT policy:
+
+- ``sft``: ``policy_sft.pt``; ``selected``: ``policy_grpo.pt`` (dev selection's pick); ``last``: the policy
+  of ``grpo/checkpoints/last.ckpt`` (where training ended: the cleanest answer to "did training help").
+
+Each run is read with its own ``config.yaml`` and reader calibration; synthetic runs only. Printed: one
+table row per (run, policy) with accuracy, 95% interval, per category, entries, versions per entry and,
+for GRPO policies, the mean per-dialogue difference to SFT with the sign test and the paired sign-flip
+permutation p-value (one-sided, GRPO > SFT) over the fresh dialogues.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from memprm.config import load_config  # noqa: E402
+from memprm.data.source import load_source  # noqa: E402
+from memprm.env.evaluate import EvalResult, evaluate_manager, greedy_manager  # noqa: E402
+from memprm.env.stack import build_stack  # noqa: E402
+from memprm.eval.significance import paired_permutation, sign_test  # noqa: E402
+from memprm.llm.notes import refuse_oracle_notes  # noqa: E402
+from memprm.stages.reader_calibration import calibrate_reader  # noqa: E402
+
+POLICY_FILES = {"sft": "policy_sft.pt", "selected": "policy_grpo.pt", "last": "grpo/checkpoints/last.ckpt"}
+
+
+def fresh_overrides(cfg, n: int) -> list[str]:
+    """Overrides that make the synthetic source generate ``n`` more RL dialogues (the fresh ones)."""
+    if cfg.data.source != "synthetic":
+        raise SystemExit(f"eval_run: fresh dialogues need data.source=synthetic, this run uses {cfg.data.source!r}")
+    return [f"data.synthetic.n_rl={cfg.data.synthetic.n_rl + n}"]
+
+
+def policy_state(run: Path, which: str) -> dict[str, torch.Tensor]:
+    """The trainable state of the run's ``which`` policy (a Lightning checkpoint's ``policy.`` entries for
+    ``last``)."""
+    path = run / POLICY_FILES[which]
+    if not path.is_file():
+        raise SystemExit(f"eval_run: {path} does not exist (did the run finish its {which} stage?)")
+    obj = torch.load(path, map_location="cpu", weights_only=False)
+    if which != "last":
+        return obj
+    state = obj.get("state_dict", {})
+    out = {k[len("policy.") :]: v for k, v in state.items() if k.startswith("policy.")}
+    if not out:
+        raise SystemExit(f"eval_run: {path} holds no 'policy.' weights (not a GRPO checkpoint?)")
+    return out
+
+
+def paired(result: EvalResult, base: EvalResult) -> dict:
+    """Per-dialogue accuracy differences to ``base`` on the same dialogues: mean, sign test, permutation."""
+    ids = sorted(base.per_dialogue)
+    a = [result.per_dialogue[i] for i in ids]
+    b = [base.per_dialogue[i] for i in ids]
+    sign, perm = sign_test(a, b), paired_permutation(a, b)
+    wins = int(sign.statistic)
+    return {"diff": perm.statistic, "wins": wins, "untied": sign.n, "p_sign": sign.p_value, "p_perm": perm.p_value}
+
+
+def evaluate_run(run: Path, fresh: int, policies: list[str], overrides: list[str]) -> list[dict]:
+    """Rows for one run: each policy of ``policies`` played on the run's ``fresh`` fresh dialogues."""
+    from memprm.models.policies import build_policy
+    from memprm.models.trainable import load_trainable_state
+
+    if not (run / "config.yaml").is_file():
+        raise SystemExit(f"eval_run: {run / 'config.yaml'} does not exist: pass fit run folders")
+    cfg = load_config(run / "config.yaml", overrides)
+    refuse_oracle_notes(cfg.notes)
+    n_rl = cfg.data.synthetic.n_rl if cfg.data.source == "synthetic" else 0
+    cfg = load_config(run / "config.yaml", [*overrides, *fresh_overrides(cfg, fresh)])
+    splits = load_source(cfg.data)
+    dialogues = list(splits["rl"])[n_rl:]
+    stack = build_stack(cfg)
+    calibrate_reader(cfg, stack, splits)
+    rows, base = [], None
+    for which in policies:
+        policy = build_policy(cfg.policy)
+        load_trainable_state(policy, policy_state(run, which), where=str(run / POLICY_FILES[which]))
+        res = evaluate_manager(stack.env, dialogues, greedy_manager(policy.eval()), desc=f"{run.name} {which}")
+        ci = res.interval()
+        row = {
+            "run": str(run), "policy": which, "accuracy": res.accuracy, "ci95": [ci.low, ci.high],
+            "n_questions": res.n_questions, "dialogues": len(dialogues), "by_category": res.by_category,
+            "entries": res.entries, "versions_per_entry": res.versions_per_entry,
+        }  # fmt: skip
+        if which == "sft":
+            base = res
+        elif base is not None:
+            row["vs_sft"] = paired(res, base)
+        rows.append(row)
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    cats = sorted({c for r in rows for c in r["by_category"]})
+    head = ["run", "policy", "accuracy", "95% CI", *cats, "entries", "versions/entry", "− SFT (wins/untied, p sign, p perm)"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [Path(r["run"]).name, r["policy"], f"{100 * r['accuracy']:.1f}",
+                 f"{100 * r['ci95'][0]:.1f}–{100 * r['ci95'][1]:.1f}"]  # fmt: skip
+        cells += [f"{100 * r['by_category'][c]:.1f}" if c in r["by_category"] else "–" for c in cats]
+        cells += [f"{r['entries']:.1f}", f"{r['versions_per_entry']:.2f}"]
+        v = r.get("vs_sft")
+        cells.append(
+            f"{100 * v['diff']:+.1f} ({v['wins']}/{v['untied']}, {v['p_sign']:.2f}, {v['p_perm']:.2f})" if v else "–"
+        )
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+", type=Path, help="fit run folders")
+    ap.add_argument("--fresh", type=int, default=10, help="fresh dialogues (default 10)")
+    ap.add_argument("--policies", default="sft,last,selected", help="comma-separated: sft, last, selected")
+    ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
+    ap.add_argument("--set", dest="overrides", nargs="*", default=[], help="dotted config overrides for every run")
+    args = ap.parse_args(argv)
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    unknown = sorted(set(policies) - set(POLICY_FILES))
+    if unknown or not policies:
+        raise SystemExit(f"eval_run: --policies takes {sorted(POLICY_FILES)}, got {args.policies!r}")
+    if args.fresh < 1:
+        raise SystemExit(f"eval_run: --fresh must be >= 1, got {args.fresh}")
+    rows = [row for run in args.runs for row in evaluate_run(run, args.fresh, policies, args.overrides)]
+    print(markdown(rows))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
