@@ -25,6 +25,7 @@ from memprm.models.grpo_losses import clipped_surrogate, kl_k3, policy_loss
 from memprm.models.grpo_module import GRPOPolicyModule
 from memprm.models.policies import build_policy
 from memprm.models.policy_config import LoraSettings, PolicyConfig
+from memprm.models.trainable import trainable_state
 from memprm.rollout.batches import GroupBatch, RolloutSteps
 
 pytestmark = [
@@ -495,6 +496,32 @@ def test_kl_term_pulls_toward_the_reference_when_beta_is_positive(tokenizer, mon
     assert kl(end) < kl(start) and float(trainer.callback_metrics["grpo/kl"]) > 0
     policy, before, module, _ = run(beta=0.0)
     assert _unchanged(before, module)  # no advantage, no KL: exactly no update
+
+
+def test_reference_state_scores_the_samples_for_the_kl_term(tokenizer, monkeypatch):
+    """``fit`` passes the start policy's weights as the reference; the rollouts carry no ref log-probs."""
+    policy = _policy(tokenizer)
+    reference = trainable_state(policy)
+    start = _probs(policy).log()
+    with torch.no_grad():  # the policy has moved away from its start, as after some GRPO steps
+        policy.head.weight.add_(0.3 * torch.randn_like(policy.head.weight, generator=torch.Generator().manual_seed(1)))
+    moved = _snapshot(policy)
+    samples = [_sampled(policy, c) for c in (WRITE, NOOP)]
+    assert all(s.ref_logprob == 0.0 for s in samples)
+    module = GRPOPolicyModule(policy, GRPOConfig(lr=2e-2, beta_kl=1.0, ppo_epochs=1), reference=reference)
+    policy.eval()  # as training_step puts it: dropout-free log-probs
+    filled = module._with_reference_logprobs([_group(_rollout(samples[:1], 1.0), _rollout(samples[1:], 0.0))])
+    got = [s.ref_logprob for r in filled[0].rollouts for s in r.samples]
+    assert got == pytest.approx([float(start[WRITE]), float(start[NOOP])], abs=1e-5)
+    assert all(torch.equal(moved[n], p.detach()) for n, p in policy.named_parameters())  # weights put back
+    seen = []
+    real = grpo_module.prepare_batch
+    monkeypatch.setattr(grpo_module, "prepare_batch", lambda g, lam, cfg: seen.append(g) or real(g, lam, cfg))
+    trainer = _fit(module, [_group(_rollout(samples[:1], 1.0), _rollout(samples[1:], 0.0))])
+    assert [s.ref_logprob for r in seen[0][0].rollouts for s in r.samples] == pytest.approx(got)
+    assert float(trainer.callback_metrics["grpo/kl"]) > 0
+    with pytest.raises(ValueError, match="reference tensor 'head.weight' is not a parameter of this shape"):
+        GRPOPolicyModule(policy, GRPOConfig(beta_kl=1.0), reference={"head.weight": torch.zeros(2)})
 
 
 def test_module_rejects_a_non_policy():

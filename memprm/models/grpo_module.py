@@ -12,7 +12,8 @@ What is logged: :meth:`PreparedBatch.metrics` and :meth:`GRPOPolicyModule.traini
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 
 import torch
 from lightning.pytorch import LightningModule
@@ -22,6 +23,7 @@ from memprm.credit import reward_masses
 from memprm.models.grpo_batch import PreparedBatch, mean_over_ranks, prepare_batch
 from memprm.models.grpo_config import GRPOConfig
 from memprm.models.grpo_losses import policy_loss
+from memprm.models.trainable import load_trainable_state, trainable_state
 from memprm.rollout.batches import GroupBatch
 
 
@@ -42,13 +44,23 @@ class GRPOPolicyModule(LightningModule):
     with mini-batches, ranks also need the same number of kept samples.
     """
 
-    def __init__(self, policy: nn.Module, cfg: GRPOConfig):
+    def __init__(self, policy: nn.Module, cfg: GRPOConfig, reference: Mapping[str, torch.Tensor] | None = None):
+        """``reference``: the KL penalty's reference policy as a trainable state of ``policy``
+        (:func:`memprm.models.trainable.trainable_state`; the GRPO stage passes the policy it starts from).
+        With it, each training step scores its gate samples under those weights (``GateSample.ref_logprob``);
+        without it, samples must arrive with ``ref_logprob`` filled when ``cfg.beta_kl`` > 0. It is the
+        stage's input, not trained state: a resumed run passes the same start policy again."""
         super().__init__()
         for name in ("log_probs", "act"):
             if not callable(getattr(policy, name, None)):
                 raise ValueError(f"GRPOPolicyModule: the policy {type(policy).__name__} has no {name}()")
         self.policy = policy
         self.cfg = cfg
+        self.reference = dict(reference) if reference is not None else None
+        own = dict(policy.named_parameters())
+        for name, value in (self.reference or {}).items():
+            if name not in own or tuple(own[name].shape) != tuple(value.shape):
+                raise ValueError(f"GRPOPolicyModule: reference tensor {name!r} is not a parameter of this shape")
         #: λ(k), the shaping weight used when the next batch's rewards are weighed (set by LambdaAnnealing).
         self.shaping_lambda: float = float(cfg.lambda0)
         self.automatic_optimization = False
@@ -87,6 +99,8 @@ class GRPOPolicyModule(LightningModule):
         ``sync_dist`` reduce would then deadlock)."""
         groups = [batch] if isinstance(batch, GroupBatch) else list(batch)
         self.policy.eval()
+        if self.reference is not None and self.cfg.beta_kl > 0:
+            groups = self._with_reference_logprobs(groups)
         prepared = prepare_batch(groups, self.shaping_lambda, self.cfg)
         metrics = prepared.metrics(self.shaping_lambda)
         out: dict[str, object] = {"reward_masses": reward_masses(prepared.breakdowns)}
@@ -100,6 +114,31 @@ class GRPOPolicyModule(LightningModule):
         for name, value in self._mean_over_ranks(metrics).items():
             self.log(name, float(value), on_step=True, on_epoch=False, batch_size=len(groups))
         return out
+
+    @torch.no_grad()
+    def _with_reference_logprobs(self, groups: list[GroupBatch]) -> list[GroupBatch]:
+        """``groups`` with every gate sample's ``ref_logprob`` scored under :attr:`reference` (one batched
+        pass; the current weights are put back after it)."""
+        samples = [s for g in groups for r in g.rollouts for s in r.samples]
+        if not samples:
+            return groups
+        current = trainable_state(self.policy, list(self.reference))
+        load_trainable_state(self.policy, self.reference)
+        try:
+            ref = self.policy.log_probs(samples)[0].detach().cpu().tolist()  # [N]
+        finally:
+            load_trainable_state(self.policy, current)
+        it = iter(ref)
+        return [
+            dataclasses.replace(
+                g,
+                rollouts=tuple(
+                    dataclasses.replace(r, samples=tuple(s.with_logprobs(s.logprob, next(it)) for s in r.samples))
+                    for r in g.rollouts
+                ),
+            )
+            for g in groups
+        ]
 
     def _mean_over_ranks(self, metrics: dict[str, float]) -> dict[str, float]:
         trainer = self._trainer

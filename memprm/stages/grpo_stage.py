@@ -22,7 +22,7 @@ from pathlib import Path
 from memprm.atomic import atomic_write_text
 from memprm.env.evaluate import evaluate_manager, greedy_manager
 from memprm.models.policies import sampling_temperature, trainable_subset
-from memprm.models.trainable import load_trainable, save_trainable
+from memprm.models.trainable import load_trainable, save_trainable, trainable_state
 from memprm.rollout.runner import GroupRunner
 from memprm.stages.run_context import Run, StageResult
 from memprm.stages.sum_scale import resolve_sum_scale
@@ -118,7 +118,9 @@ def train_grpo(cfg, run: Run) -> GRPOStageResult:
     rollout = resolve_sum_scale(cfg.rollout, critic, teacher, ckpt_dir, resuming=ckpt_path is not None)
     runner = GroupRunner(stack.env, cfg.credit, rollout, score, stack.stopwatch)
     dm = RolloutDataModule(runner, episode_dialogues(cfg, run.splits), cfg.rollout_data, policy=run.policy)
-    module = GRPOPolicyModule(run.policy, cfg.grpo)
+    # the KL penalty's reference is the policy GRPO starts from (SFT's, or the untrained one)
+    reference = trainable_state(run.policy) if cfg.grpo.beta_kl > 0 else None
+    module = GRPOPolicyModule(run.policy, cfg.grpo, reference=reference)
 
     def dev_accuracy(p) -> float:
         return evaluate_manager(
