@@ -73,8 +73,9 @@ def paired(result: EvalResult, base: EvalResult) -> dict:
     return {"diff": perm.statistic, "wins": wins, "untied": sign.n, "p_sign": sign.p_value, "p_perm": perm.p_value}
 
 
-def evaluate_run(run: Path, fresh: int, policies: list[str], overrides: list[str]) -> list[dict]:
-    """Rows for one run: each policy of ``policies`` played on the run's ``fresh`` fresh dialogues."""
+def evaluate_run(run: Path, fresh: int, policies: list[str], overrides: list[str], on_row=None) -> list[dict]:
+    """Rows for one run: each policy of ``policies`` played on the run's ``fresh`` fresh dialogues;
+    ``on_row(row)`` is called as each one is done (a long evaluation keeps what it measured)."""
     from memprm.models.policies import build_policy
     from memprm.models.trainable import load_trainable_state
 
@@ -104,6 +105,8 @@ def evaluate_run(run: Path, fresh: int, policies: list[str], overrides: list[str
         elif base is not None:
             row["vs_sft"] = paired(res, base)
         rows.append(row)
+        if on_row is not None:
+            on_row(row)
     return rows
 
 
@@ -138,10 +141,17 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"eval_run: --policies takes {sorted(POLICY_FILES)}, got {args.policies!r}")
     if args.fresh < 1:
         raise SystemExit(f"eval_run: --fresh must be >= 1, got {args.fresh}")
-    rows = [row for run in args.runs for row in evaluate_run(run, args.fresh, policies, args.overrides)]
+    rows: list[dict] = []
+
+    def keep(row: dict) -> None:  # print and save each row as it comes
+        rows.append(row)
+        print(markdown([row]).splitlines()[-1], flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1) + "\n")
+
+    for run in args.runs:
+        evaluate_run(run, args.fresh, policies, args.overrides, on_row=keep)
     print(markdown(rows))
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
     return 0
 
 
