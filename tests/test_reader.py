@@ -5,7 +5,7 @@ from datetime import datetime
 import pytest
 
 from memprm.data.records import Question
-from memprm.llm.reader import ExtractiveReader, ReaderConfig, extract_span
+from memprm.llm.reader import _BRIDGE, ExtractiveReader, ReaderConfig, extract_span
 from memprm.llm.relative_time import format_date, resolve
 from memprm.llm.render import approx_tokens, render_retrieval
 from memprm.llm.roles import ABSTAIN_ANSWER, check_citations
@@ -65,10 +65,28 @@ def test_format_date_has_no_zero_padding():
         ("Ana: I work as a nurse now.", "What does Ana work as?", "nurse"),
         ("Bo: We moved to Lisbon in March. It is sunny.", "Where did Bo move to?", "Lisbon"),
         ("Ana: I ran 42 kilometres on Sunday", "How many kilometres did Ana run?", "42"),
+        # a thing is asked for: a past-tense verb is no answer; "what did … do" asks for the verb
+        ("Bo painted a mural of a giant octopus at the school.", "What subject did Bo pick for the school mural?",
+         "giant octopus"),
+        ("Bo painted a mural at the school.", "What did Bo do at the school?", "painted"),
     ],
 )
 def test_extract_span(content, question, answer):
     assert extract_span(content, question) == answer
+
+
+@pytest.mark.parametrize(
+    "question, clause",
+    [
+        ("What sport does the person who ran a marathon play?", " ran a marathon play"),
+        ("What sport is the reader of The Hobbit into?", " The Hobbit into"),  # an agent noun + "of"
+        ("Which car does the owner of a dog named Milo drive?", " a dog named Milo drive"),
+        ("What is the order of the events?", None),  # "order" is no agent
+    ],
+)
+def test_two_fact_bridge_reads_relative_clauses_and_agent_nouns(question, clause):
+    m = _BRIDGE.search(question)
+    assert (m.group("clause") if m else None) == clause
 
 
 def _bank():

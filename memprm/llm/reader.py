@@ -117,12 +117,13 @@ def _numeric(word: str) -> bool:
 
 
 _PREVIOUS = re.compile(r"\b(before|previously|used to|formerly|former|originally|prior to|earlier|in the past|at first)\b")
-#: a relative clause about a person ("the person who …", "the woman whose …", "someone who …", "the one that …"):
+#: a relative clause about a person ("the person who …", "the woman whose …", "someone who …", "the one that …",
+#: "the reader of …"):
 #: English relative pronouns, not one wording of a question generator.
 _BRIDGE = re.compile(
     r"\b(?:(?:the|a|an)\s+(?:[a-z]+\s+){0,2}?(?:who|whose)|someone\s+(?:who|whose)|somebody\s+(?:who|whose)|"
-    r"the (?:person|one) that)\b(?P<clause>[^?]*)"
-)
+    r"the (?:person|one) that|the\s+(?!number\b|order\b|other\b)[a-z]+(?:er|or)\s+of)\b(?P<clause>[^?]*)"
+)  # … or an agent noun: "the reader of The Hobbit", "the owner of a dog named Milo"
 _ABS_DATE = re.compile(
     r"\b(?:the week before )?\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|"
     r"November|December) \d{4}\b"
@@ -343,6 +344,21 @@ def earlier_version(versions, after: str):
     return versions[-2]
 
 
+#: a question whose answer is a verb phrase ("what did Ana do …")
+_ACTION = re.compile(r"\bwhat\b.*\b(?:do|doing|done|happen|happened)\b")
+_IRREGULAR_PAST = frozenset(
+    "went came saw took made got gave found ran won began bought brought caught taught built sent spent left met "
+    "kept slept swam sang drove rode wrote ate drank flew fell felt held heard lost paid sat sold stood told wore "
+    "woke dug hung led lit shot spoke threw chose forgot froze grew knew hid broke blew drew fought tore did had".split()
+)
+
+
+def _past_form(word: str) -> bool:
+    """An English past-tense verb form: regular (-ed, not -eed) or irregular; no part-of-speech model."""
+    w = word.lower()
+    return w in _IRREGULAR_PAST or (len(w) > 4 and w.endswith("ed") and not w.endswith("eed"))
+
+
 def extract_span(content: str, question: str) -> str:
     """The short span of ``content`` that answers ``question`` (see :class:`ExtractiveReader`, step 5)."""
     body = re.sub(r"^[A-Z][\w .'-]{0,40}:\s+", "", content.strip())  # drop a "Speaker: " prefix
@@ -354,6 +370,7 @@ def extract_span(content: str, question: str) -> str:
         return body
     blocked = [w.lower() in _STOP or w.lower() in _CUES or _key(w) in qkeys for w in words]
     wants_number = bool(_COUNT.search(question.lower()))
+    asks_action = bool(_ACTION.search(question.lower()))
     anchors = [i for i, w in enumerate(words) if _key(w) in qkeys and w.lower() not in _STOP]
     runs, start = [], None
     for i, b in enumerate(blocked + [True]):
@@ -369,6 +386,7 @@ def extract_span(content: str, question: str) -> str:
         s, e = run
         toks = words[s:e]
         val = 2.0 * any(t[0].isupper() for j, t in enumerate(toks) if s + j > 0)
+        val -= 1.0 * (not asks_action and all(_past_form(t) for t in toks))  # "What did X paint?" names no verb
         val += (3.0 if wants_number else 1.0) * any(_numeric(t) for t in toks)
         val += 0.5 * (s > 0 and words[s - 1].lower() in _CUES)
         if anchors:
