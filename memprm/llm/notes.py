@@ -23,7 +23,7 @@ from memprm.configtools import ConfigError
 from memprm.data.records import Turn
 from memprm.llm.relative_time import find as find_relative
 from memprm.llm.relative_time import format_date
-from memprm.llm.text import STOP_WORDS
+from memprm.llm.text import STOP_WORDS, is_past_form
 
 NOTE_LAYERS = ("event", "profile")
 
@@ -229,13 +229,6 @@ _NOT_ATTRIBUTE = frozenset(
 _WEAK_VERBS = frozenset(
     "had got did made took went tried read met left gave put let set kept felt thought knew saw heard found".split()
 )
-#: English irregular past-tense forms (a past-tense predicate that does not end in -ed).
-_IRREGULAR_PAST = frozenset(
-    "went came saw took made got gave found ran won began bought brought caught taught built sent spent left met "
-    "read kept slept swam sang drove rode wrote ate drank flew fell felt held heard lost paid put sat sold stood "
-    "told wore woke dug hung led lit shot shut spoke threw chose forgot froze grew knew hid broke blew drew fought "
-    "struck stuck swung tore cut hit let quit set did had thought".split()
-)
 #: "I / we" (an adverb may intervene) and the next word: the candidate verb of a first-person predicate.
 _SUBJECT_VERB = re.compile(
     r"\b(?:i|we)\s+(?:(?:just|finally|actually|also|really|even|then|once|recently|first|only|somehow)\s+)?"
@@ -251,8 +244,7 @@ def _past_predicate(clause: str) -> str | None:
     verb, an irregular past form, or a regular -ed form ("need", "used to" are not)."""
     for m in _SUBJECT_VERB.finditer(clause):
         v = m.group("verb").lower()
-        if v in _FACT_VERBS or v in _IRREGULAR_PAST or (v.endswith("ed") and len(v) > 4 and not v.endswith("eed")
-                                                        and v != "used"):  # fmt: skip
+        if v in _FACT_VERBS or (is_past_form(v, ambiguous=True) and v != "used"):
             return v
     return None
 

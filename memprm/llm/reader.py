@@ -22,7 +22,7 @@ from memprm.data.records import Question
 from memprm.llm.relative_time import resolve
 from memprm.llm.render import approx_tokens, render_retrieval
 from memprm.llm.roles import ABSTAIN_ANSWER, ReaderAnswer, check_citations
-from memprm.llm.text import stem
+from memprm.llm.text import is_past_form, stem
 from memprm.memory.embedder import Embedder
 from memprm.memory.retriever import Retrieval
 
@@ -346,17 +346,6 @@ def earlier_version(versions, after: str):
 
 #: a question whose answer is a verb phrase ("what did Ana do …")
 _ACTION = re.compile(r"\bwhat\b.*\b(?:do|doing|done|happen|happened)\b")
-_IRREGULAR_PAST = frozenset(
-    "went came saw took made got gave found ran won began bought brought caught taught built sent spent left met "
-    "kept slept swam sang drove rode wrote ate drank flew fell felt held heard lost paid sat sold stood told wore "
-    "woke dug hung led lit shot spoke threw chose forgot froze grew knew hid broke blew drew fought tore did had".split()
-)
-
-
-def _past_form(word: str) -> bool:
-    """An English past-tense verb form: regular (-ed, not -eed) or irregular; no part-of-speech model."""
-    w = word.lower()
-    return w in _IRREGULAR_PAST or (len(w) > 4 and w.endswith("ed") and not w.endswith("eed"))
 
 
 def extract_span(content: str, question: str) -> str:
@@ -386,7 +375,7 @@ def extract_span(content: str, question: str) -> str:
         s, e = run
         toks = words[s:e]
         val = 2.0 * any(t[0].isupper() for j, t in enumerate(toks) if s + j > 0)
-        val -= 1.0 * (not asks_action and all(_past_form(t) for t in toks))  # "What did X paint?" names no verb
+        val -= 1.0 * (not asks_action and all(is_past_form(t) for t in toks))  # "What did X paint?" names no verb
         val += (3.0 if wants_number else 1.0) * any(_numeric(t) for t in toks)
         val += 0.5 * (s > 0 and words[s - 1].lower() in _CUES)
         if anchors:

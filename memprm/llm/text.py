@@ -236,3 +236,27 @@ WORD = re.compile(r"\d+(?:[.,:]\d+)*(?:st|nd|rd|th)?\b|[A-Za-z0-9]+(?:['’\-][A
 def word_spans(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` character offsets of the words of ``text``, in order."""
     return [m.span() for m in WORD.finditer(text)]
+
+
+#: English irregular past-tense forms spelled unlike the present ("went", "caught"); ``AMBIGUOUS_PAST`` are
+#: spelled like it ("read", "put"), so only a subject before them says they are past.
+IRREGULAR_PAST = frozenset(
+    "went came saw took made got gave found ran won began bought brought caught taught built sent spent left met "
+    "kept slept swam sang drove rode wrote ate drank flew fell felt held heard lost paid sat sold stood told wore "
+    "woke dug hung led lit shot spoke threw chose forgot froze grew knew hid broke blew drew fought struck stuck "
+    "swung tore did had thought".split()
+)
+AMBIGUOUS_PAST = frozenset("read put set cut hit let quit shut".split())
+
+
+def is_past_form(word: str, *, ambiguous: bool = False) -> bool:
+    """An English past-tense verb form: regular (-ed, not -eed: "painted", not "need") or irregular
+    (:data:`IRREGULAR_PAST`, plus :data:`AMBIGUOUS_PAST` when ``ambiguous``); no part-of-speech model.
+
+    >>> [is_past_form(w) for w in ("painted", "caught", "need", "read")], is_past_form("read", ambiguous=True)
+    ([True, True, False, False], True)
+    """
+    w = word.lower()
+    if w in IRREGULAR_PAST or (ambiguous and w in AMBIGUOUS_PAST):
+        return True
+    return len(w) > 4 and w.endswith("ed") and not w.endswith("eed")
