@@ -5,13 +5,11 @@ expression in the version's text. Conventions (LoCoMo's annotation style):
 
 - ``today`` / ``this morning|afternoon|evening`` / ``tonight`` / ``earlier today`` → the date;
   ``yesterday`` / ``last night`` → −1 day; ``the day|night before yesterday|last`` → −2 days;
-- ``N days|nights|weeks ago|back`` (digits, one…twelve, ``a`` = 1, ``a couple of`` = 2; ``full|whole|good``
-  may qualify the unit) → −N / −7N days; ``a fortnight ago`` → −14 days; ``N years ago`` → the year N years
-  before;
+- ``N [full|whole|good] days|nights|weeks ago|back`` (digits, one…twelve, ``a`` = 1, ``a couple of`` = 2)
+  → −N / −7N days; ``a fortnight ago`` → −14 days; ``N years ago`` → the year N years before;
 - ``last|on|this past <weekday>`` → the most recent such weekday strictly before; ``last weekend`` /
   ``this past weekend`` / ``over the weekend`` → the most recent Saturday strictly before;
-- ``last|the previous week|month|year`` → "the week/month/year before <date>" (LoCoMo's gold
-  phrasing).
+- ``last|the previous week|month|year`` → "the week/month/year before <date>" (LoCoMo's phrasing).
 
 English date arithmetic, not the synthetic generator's phrase list. The first expression (left to right)
 wins; with none, the date itself is the answer.

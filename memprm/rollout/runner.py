@@ -9,8 +9,7 @@
 3. examine and audit each fork (online audit: deletion tests only on entries the episode touched) and turn
    the audit into per-step measurements: verified credit u_t (Eq. 6 → chain propagation; ``cited_version``:
    only to the versions read), coverage penalty miss_t and the critic's shaping s̃_t (suffix-min by default);
-4. write one fork back as the new mainline, chosen uniformly at random (not the best); or, under
-   ``rollout.write_back=greedy``, a further fork played greedily (not examined, not trained on).
+4. write one fork back as the new mainline, chosen uniformly at random (``rollout.write_back``).
 
 A question whose call failed in any rollout is dropped from every rollout's measurement; that rule, the
 ``gold`` credit arm and the group's stats are on :meth:`GroupRunner.run_group`.
