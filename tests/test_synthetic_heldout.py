@@ -25,7 +25,8 @@ from memprm.data.synthetic.vocabulary import PEOPLE
 pytestmark = pytest.mark.timeout(300)
 
 DEFAULT = SyntheticConfig()
-HELDOUT_CFG = replace(DEFAULT, phrasing="heldout")
+#: the families that reword the standard one line by line; the data-level checks below run on each
+REWORDED = ("heldout", "tuning")
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +34,10 @@ def standard():
     return generate_synthetic(DEFAULT)
 
 
-@pytest.fixture(scope="module")
-def heldout():
-    return generate_synthetic(HELDOUT_CFG)
+@pytest.fixture(scope="module", params=REWORDED)
+def reworded(request):
+    """(family name, its data on the default config), once per family."""
+    return request.param, generate_synthetic(replace(DEFAULT, phrasing=request.param))
 
 
 # --- the templates ---------------------------------------------------------------------------------------
@@ -171,10 +173,11 @@ def test_heldout_first_person_statements_never_start_with_a_value():
 # --- the data --------------------------------------------------------------------------------------------
 
 
-def test_heldout_data_is_a_paraphrase_of_the_standard_data(standard, heldout):
+def test_reworded_data_is_a_paraphrase_of_the_standard_data(standard, reworded):
+    name, heldout = reworded
     assert {k: v[0] for k, v in heldout.sizes().items()} == {k: v[0] for k, v in standard.sizes().items()}
     assert (heldout.report.skips, heldout.report.repairs) == (standard.report.skips, standard.report.repairs)
-    assert heldout.report.path.endswith(", phrasing=heldout") and "phrasing" not in standard.report.path
+    assert heldout.report.path.endswith(f", phrasing={name}") and "phrasing" not in standard.report.path
     for split in ("train", "dev", "dev_calibration", "dev_selection", "test"):
         for s, h in zip(standard[split], heldout[split], strict=True):
             assert (h.id, h.speakers) == (s.id, s.speakers)
@@ -190,7 +193,8 @@ def test_heldout_data_is_a_paraphrase_of_the_standard_data(standard, heldout):
             assert not {q.text for q in h.questions} & {q.text for q in s.questions}, h.id
 
 
-def test_heldout_question_kinds_and_counts(heldout):
+def test_reworded_question_kinds_and_counts(reworded):
+    _, heldout = reworded
     counts = Counter(q.category for d in dialogues(heldout) for q in d.questions)
     assert set(counts) == set(CATEGORIES)
     for category, n in DEFAULT.questions_requested.items():
@@ -200,8 +204,9 @@ def test_heldout_question_kinds_and_counts(heldout):
     assert sum(heldout.report.skips.values()) <= DEFAULT.n_dialogues // 2, heldout.report.skips
 
 
-def test_heldout_answers_appear_in_their_evidence_turns(heldout):
+def test_reworded_answers_appear_in_their_evidence_turns(reworded):
     """As written (case included) in the turn the evidence points to; temporal answers never in the turn."""
+    _, heldout = reworded
     for d in dialogues(heldout):
         turns = d.turn_index()
         for q in d.questions:
@@ -241,17 +246,19 @@ def test_heldout_relative_times_hand_cases(text, day, answer):
     assert resolve_relative_time(when, day) == answer == READINGS["heldout"].expected(text, day)
 
 
-def test_every_heldout_expression_is_read_and_resolved_alike():
-    reading = READINGS["heldout"]
-    for when in HELDOUT.relative_times:
+@pytest.mark.parametrize("name", REWORDED)
+def test_every_reworded_expression_is_read_and_resolved_alike(name):
+    reading = READINGS[name]
+    for when in phrasing_tables(name).relative_times:
         assert reading.regex.fullmatch(when.text), when.text
         for k in range(14):  # every weekday twice
             day = date(2023, 5, 1) + timedelta(days=k)
             assert resolve_relative_time(when, day) == reading.expected(when.text, day), (when.text, day)
 
 
-def test_heldout_event_turns_resolve_to_the_date_of_their_fact(heldout):
-    reading, n = READINGS["heldout"], 0
+def test_reworded_event_turns_resolve_to_the_date_of_their_fact(reworded):
+    name, heldout = reworded
+    reading, n = READINGS[name], 0
     for d in dialogues(heldout):
         day_of = {s.index: s.datetime.date() for s in d.sessions}
         for t in d.turns():
