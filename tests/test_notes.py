@@ -8,8 +8,9 @@ import pytest
 
 from memprm.data.records import Fact, Question, Turn
 from memprm.env.calibration import NEVER, choose_threshold
-from memprm.llm.notes import LLMNoteWriter, Note, OracleNoteWriter, RuleNoteWriter, resolve_first_person
+from memprm.llm.notes import LLMNoteWriter, Note, OracleNoteWriter
 from memprm.llm.reader import ExtractiveReader, ReaderConfig, names_in
+from memprm.llm.rule_notes import RuleNoteWriter, resolve_first_person
 from memprm.memory import HashingEmbedder
 from memprm.memory.bank import MemoryBank
 from memprm.memory.retriever import Retriever

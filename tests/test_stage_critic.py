@@ -16,7 +16,8 @@ from memprm.env.stack import build_stack
 from memprm.env.teacher import HeuristicTeacher, LLMTeacher
 from memprm.env.trajectories import load_trajectories, run_trajectory, save_trajectories
 from memprm.eval.validity import ValidityConfig
-from memprm.llm.notes import RuleNoteWriter, notes_for
+from memprm.llm.notes import notes_for
+from memprm.llm.rule_notes import RuleNoteWriter
 from memprm.memory import HashingEmbedder
 from memprm.memory.embedder import EmbedderConfig, resolve_model_path
 from memprm.models.backbone_config import BackboneConfig

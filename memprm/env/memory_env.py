@@ -23,8 +23,9 @@ from memprm.env.exam import ExamResult, Quiz, ReaderCache, assemble_quiz, run_ex
 from memprm.env.gates import Action, EnvConfig, Observation, apply_action, is_gateable
 from memprm.env.probe_gates import GateReport, gate_probes
 from memprm.env.render_ops import render_gate
-from memprm.llm.notes import CachedNotes, NoteWriter, RuleNoteWriter, notes_for
+from memprm.llm.notes import CachedNotes, NoteWriter, notes_for
 from memprm.llm.roles import Judge, ProbeGenerator, Reader
+from memprm.llm.rule_notes import RuleNoteWriter
 from memprm.memory.bank import BankError, Entry, MemoryBank
 from memprm.memory.retriever import Retriever
 

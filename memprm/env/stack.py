@@ -16,9 +16,10 @@ from memprm.llm.client import LLMClient
 from memprm.llm.endpoint import LLMConfigError, LLMRoles
 from memprm.llm.failures import set_max_failure_share
 from memprm.llm.judge import build_judge
-from memprm.llm.notes import CachedNotes, LLMNoteWriter, NoteWriterConfig, OracleNoteWriter, RuleNoteWriter
+from memprm.llm.notes import CachedNotes, LLMNoteWriter, NoteWriterConfig, OracleNoteWriter
 from memprm.llm.probes import FactProbeGenerator, LLMProbeGenerator
 from memprm.llm.reader import ExtractiveReader, LLMReader
+from memprm.llm.rule_notes import RuleNoteWriter
 from memprm.memory.embedder import Embedder, TimedEmbedder, build_embedder
 from memprm.memory.retriever import Retriever
 

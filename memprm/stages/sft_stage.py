@@ -25,7 +25,8 @@ from memprm.env.gates import Action, Observation
 from memprm.env.memory_env import session_timestamp
 from memprm.env.policy import GateSample
 from memprm.env.trajectories import DialogueTrajectory
-from memprm.llm.notes import NoteWriter, RuleNoteWriter, notes_for
+from memprm.llm.notes import NoteWriter, notes_for
+from memprm.llm.rule_notes import RuleNoteWriter
 from memprm.models.trainable import load_trainable, save_trainable, trainable_state
 from memprm.stages.markers import Markers
 from memprm.stages.run_context import Run, StageResult
