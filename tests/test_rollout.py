@@ -354,3 +354,41 @@ def test_reward_alignment_tool_reports_signal_beside_test_accuracy(tmp_path, cap
     with pytest.raises(ConfigError, match="notes.kind=oracle"):  # annotation notes would leak gold facts
         tool.main(["--json", str(tmp_path / "o.json"), "notes.kind=oracle", *tiny])
     assert not (tmp_path / "o.json").exists()
+
+
+def test_horizon_quizzes_later_questions_and_writes_back_the_window_end(setup):
+    """rollout.horizon: the forks play later sessions greedily before the quiz, which then asks what those
+    sessions unlock; samples, the shared reference and the written-back bank stay at the window's end."""
+    from memprm.env.exam import ReaderCache
+    from memprm.env.memory_env import advance_reference
+
+    with pytest.raises(ValueError, match="needs rollout.quiz=cumulative"):
+        RolloutConfig(horizon=1)
+    with pytest.raises(ValueError, match="integer >= -1"):
+        RolloutConfig(horizon=-2, quiz="cumulative")
+    data, stack, policy = setup
+    d = data["train"][0]
+    first, second = d.sessions[0].index, d.sessions[1].index
+    sizes = {}
+    for horizon in (0, 1, -1):
+        runner = GroupRunner(stack.env, CreditConfig(), RolloutConfig(2, quiz="cumulative", horizon=horizon), critic)
+        reference, forks = MemoryBank(), []
+        batch, new = runner.run_group(
+            d, first, MemoryBank(), reference, policy, np.random.default_rng(0), torch.Generator().manual_seed(0),
+            forks=forks,
+        )  # fmt: skip
+        n_first = len(d.sessions[0].turns)
+        assert len(reference.entries("verbatim")) == n_first  # the dialogue's reference: this window only
+        assert all(len(b.entries("verbatim")) == n_first for b in (new, *forks)) and new is forks[batch.write_back]
+        gates = 2 * sum(1 for t in d.sessions[0].turns if len(t.text.split()) >= stack.env.cfg.gate_min_words)
+        assert all(r.n_steps == gates for r in batch.rollouts)
+        assert batch.stats["rollout/continued_sessions"] == {0: 0, 1: 1, -1: len(d.sessions) - 1}[horizon]
+        sizes[horizon] = batch.quiz_size
+    ref = MemoryBank()
+    advance_reference(ref, d, first)
+    advance_reference(ref, d, second)
+    cache = ReaderCache(stack.env.reader, stack.env.judge)
+    through = stack.env.prepare_quiz(d, first, ref, cache, True, second)
+    assert sizes[1] == len(through.quiz) and sizes[0] < sizes[1] < sizes[-1]
+    with pytest.raises(ValueError, match="needs cumulative=True"):
+        stack.env.prepare_quiz(d, first, ref, cache, False, second)

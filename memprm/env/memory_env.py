@@ -136,19 +136,24 @@ class MemoryEnv:
         reference: MemoryBank,
         cache: ReaderCache,
         cumulative: bool = False,
+        through: int | None = None,
     ) -> PreparedQuiz:
         """The window's quiz. ``reference``: the verbatim layer through the end of this window.
 
         ``cumulative``: the official questions are every question unlocked *so far* (by this window or an
         earlier one), re-asked of the bank as it is now, instead of only those this window unlocks; at the
         dialogue's last window that is every question of the dialogue, the test protocol's exam. The probes
-        stay the window's own."""
+        stay the window's own. ``through`` (cumulative only): unlock through that later session instead
+        (``rollout.horizon``; ``reference`` then runs through it)."""
         session = _session(dialogue, window)
         generated = self.probes.generate(dialogue, session.turns)
         report = gate_probes(generated, reference, cache, self.retriever)
+        last = session.index if through is None else _session(dialogue, through).index
+        if through is not None and (not cumulative or last < session.index):
+            raise ValueError(f"prepare_quiz: through={through} needs cumulative=True and a session >= {window}")
         before = [t.id for s in dialogue.sessions if s.index < session.index for t in s.turns]
         if cumulative:
-            before, now = [], before + [t.id for t in session.turns]
+            before, now = [], [t.id for s in dialogue.sessions if s.index <= last for t in s.turns]
         else:
             now = [t.id for t in session.turns]
         quiz = assemble_quiz(

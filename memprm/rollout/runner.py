@@ -4,12 +4,12 @@
 
 1. fork the dialogue's mainline bank G times and let the policy play the window's gates on each fork,
    recording its :class:`GateSample` per gate (π_old log-probs);
-2. extend the verbatim reference bank by the window and prepare the quiz once (probes + gates + unlocked
-   official questions), shared by every rollout, with one reader cache for the group;
+2. extend the verbatim reference bank by the window (``rollout.horizon``: every fork then plays later
+   sessions greedily) and prepare the quiz once (probes + gates + unlocked official questions);
 3. examine and audit each fork (online audit: deletion tests only on entries the episode touched) and turn
    the audit into per-step measurements: verified credit u_t (Eq. 6 → chain propagation; ``cited_version``:
    only to the versions read), coverage penalty miss_t and the critic's shaping s̃_t (suffix-min by default);
-4. write one fork back as the new mainline, chosen uniformly at random (``rollout.write_back``).
+4. write one fork's window-end bank back as the new mainline, chosen at random (``rollout.write_back``).
 
 A question whose call failed in any rollout is dropped from every rollout's measurement; that rule, the
 ``gold`` credit arm and the group's stats are on :meth:`GroupRunner.run_group`.
@@ -72,6 +72,13 @@ class RolloutConfig:
     #: deployed (greedy) policy visits, where ``random`` lets the sampled deviations of every earlier window
     #: pile up in them.
     write_back: str = "random"
+    #: sessions after the sampled window that every fork then plays greedily before the quiz (not trained on,
+    #: not written back: the next mainline is a bank as the sampled window left it); the quiz (cumulative
+    #: only) asks every question unlocked through the last of them. A window-end quiz sees only the questions
+    #: unlocked so far, so an operation that hurts a later question (a mis-attached Merge read as a chain's
+    #: newest value) costs nothing in its own group; later it is common to every fork and cancels. Clipped at
+    #: the dialogue's last session; -1 = through it (the test protocol's exam); 0 = the window's end (method).
+    horizon: int = 0
     #: local re-run groups (the ``local_reroll`` arm; :mod:`memprm.rollout.local_groups`): off at ``p`` = 0.
     local: LocalRerunConfig = field(default_factory=LocalRerunConfig)
 
@@ -86,6 +93,10 @@ class RolloutConfig:
             raise ValueError(f"rollout.quiz must be window or cumulative, got {self.quiz!r}")
         if self.write_back not in ("random", "greedy"):
             raise ValueError(f"rollout.write_back must be random or greedy, got {self.write_back!r}")
+        if isinstance(self.horizon, bool) or not isinstance(self.horizon, int) or self.horizon < -1:
+            raise ValueError(f"rollout.horizon must be an integer >= -1, got {self.horizon!r}")
+        if self.horizon and self.quiz != "cumulative":
+            raise ValueError(f"rollout.horizon={self.horizon} needs rollout.quiz=cumulative, got {self.quiz!r}")
 
 
 class GroupRunner:
@@ -118,8 +129,9 @@ class GroupRunner:
         forks: list[MemoryBank] | None = None,
     ) -> tuple[GroupBatch, MemoryBank]:
         """One episode. ``reference`` (the verbatim bank through the previous window) is advanced in place.
-        Returns the batch and the new mainline bank (``rollout.write_back``); ``forks``, when given, receives every rollout's final
-        bank in rollout order (analysis tools compare them; training keeps only the mainline).
+        Returns the batch and the new mainline bank (``rollout.write_back``); ``forks``, when given, receives every rollout's bank at
+        the window's end in rollout order (analysis tools compare them; training keeps only the mainline).
+        Under ``rollout.horizon`` each fork is examined after its greedy continuation (on a copy).
 
         A quiz question whose reader or judge call failed in any rollout of the group is dropped from every
         rollout's measurement — R, credit, coverage penalty, online labels
@@ -145,9 +157,15 @@ class GroupRunner:
         played = play_forks(self.env, dialogue, window, banks, policy, sw, greedy=greedy, generator=generator)
         plays, samples = [fp.play for fp in played], [fp.samples for fp in played]
         advance_reference(reference, dialogue, window)
+        ends, quiz_ref, later = banks, reference, self.later_sessions(dialogue, window)
+        if later:  # rollout.horizon: greedy continuation on copies; the window-end banks stay as they are
+            ends, quiz_ref = [b.fork() for b in banks], reference.fork()
+            for w in later:
+                advance_reference(quiz_ref, dialogue, w)
+                play_forks(self.env, dialogue, w, banks, policy, sw, greedy=True, generator=generator)
         cache = ReaderCache(self.env.reader, self.env.judge)
         prepared = self.env.prepare_quiz(
-            dialogue, window, reference, cache, cumulative=self.cfg.quiz == "cumulative"
+            dialogue, window, quiz_ref, cache, self.cfg.quiz == "cumulative", later[-1] if later else None
         )
         rollouts, audits = [], AuditCounts()
         # reader calls (cache misses) of the probe gates, the group's exams and their audits
@@ -190,13 +208,13 @@ class GroupRunner:
                     recorded, noop, u, miss, shaping, audit.accuracy, stats, play.critic_inputs, lab_u, lab_rr
                 )
             )
-        write_back: int | None = int(rng.integers(len(banks)))
-        nxt = banks[write_back]
+        write_back: int | None = int(rng.integers(len(ends)))
+        nxt = ends[write_back]
         if self.cfg.write_back == "greedy":
             nxt, write_back = mainline.fork(), None
             play_forks(self.env, dialogue, window, [nxt], policy, sw, greedy=True, generator=generator)
         if forks is not None:
-            forks.extend(banks)
+            forks.extend(ends)
         total = time.perf_counter() - t0
         spent = {k: sw.seconds.get(k, 0.0) - before.get(k, 0.0) for k in ("policy", "critic", "embed")}
         sw.seconds["rollout"] = sw.seconds.get("rollout", 0.0) + total
@@ -207,9 +225,15 @@ class GroupRunner:
         stats |= {f"audit/{k}_reader_calls": float(v) for k, v in calls.items()}
         stats |= failure_stats(audits, prepared.gates.failed)
         stats["audit/group_dropped_questions"] = float(len(failed))
+        stats["rollout/continued_sessions"] = float(len(later))
         stats |= failures.log_dict(failures.delta(llm_before, failures.snapshot()))
         batch = GroupBatch(dialogue.id, window, tuple(rollouts), len(prepared.quiz), write_back, stats)
         return batch, nxt
+
+    def later_sessions(self, dialogue: Dialogue, window: int) -> list[int]:
+        """The sessions after ``window`` that ``rollout.horizon`` plays before the quiz, in order."""
+        after = [s.index for s in dialogue.sessions if s.index > window]
+        return after if self.cfg.horizon == -1 else after[: self.cfg.horizon]
 
     def _shaping(self, critic_inputs: tuple[str, ...], noop: np.ndarray) -> np.ndarray:
         if self.critic is None or self.cfg.shaping == "none" or not len(noop):
