@@ -39,17 +39,17 @@ LABEL = {"unnormalized": "un-normalized", "normalized": "normalized by chain len
 
 
 def load_policy(run: Path, which: str | None, cfg):
-    """The run's GRPO policy (or SFT's); ``which`` None: GRPO when the run has one."""
+    """The run's GRPO policy (dev selection's pick) or SFT's; ``which`` None: GRPO when the run has one."""
     from memprm.models.policies import build_policy
-    from memprm.models.trainable import load_trainable
+    from memprm.models.trainable import RUN_POLICY_FILES, load_trainable_state, run_policy_state
 
-    names = {"grpo": "policy_grpo.pt", "sft": "policy_sft.pt"}
-    which = which or ("grpo" if (run / names["grpo"]).is_file() else "sft")
-    path = run / names[which]
-    if not path.is_file():
-        raise SystemExit(f"replay_validation: {path} does not exist (run `fit` with the {which} stage first)")
+    which = which or ("grpo" if (run / RUN_POLICY_FILES["selected"]).is_file() else "sft")
+    try:
+        state = run_policy_state(run, {"grpo": "selected", "sft": "sft"}[which])
+    except (FileNotFoundError, ValueError) as exc:
+        raise SystemExit(f"replay_validation: {exc} (run `fit` with the {which} stage first)") from None
     policy = build_policy(cfg.policy)
-    load_trainable(policy, path)
+    load_trainable_state(policy, state, where=str(run))
     return policy.eval(), which
 
 

@@ -51,7 +51,7 @@ def test_errors_name_the_file(tmp_path):
     ws = load_tool("weight_shift")
     run = _run(tmp_path, sft_row=torch.zeros(13), grpo_row=torch.zeros(13), history=[])
     (run / "grpo" / "checkpoints" / "last.ckpt").unlink()
-    with pytest.raises(SystemExit, match="last.ckpt: missing"):
+    with pytest.raises(SystemExit, match="last.ckpt does not exist"):
         ws.run_shift(run)
     torch.save({"other.weight": torch.zeros(1, 13)}, run / "policy_sft.pt")
     with pytest.raises(SystemExit, match="policy_sft.pt: expected one 'head.weight'"):

@@ -35,9 +35,8 @@ from memprm.env.evaluate import EvalResult, evaluate_manager, greedy_manager  # 
 from memprm.env.stack import build_stack  # noqa: E402
 from memprm.eval.significance import paired_permutation, sign_test  # noqa: E402
 from memprm.llm.notes import refuse_oracle_notes  # noqa: E402
+from memprm.models.trainable import RUN_POLICY_FILES, load_trainable_state, run_policy_state  # noqa: E402
 from memprm.stages.reader_calibration import calibrate_reader  # noqa: E402
-
-POLICY_FILES = {"sft": "policy_sft.pt", "selected": "policy_grpo.pt", "last": "grpo/checkpoints/last.ckpt"}
 
 
 def fresh_overrides(cfg, n: int) -> list[str]:
@@ -48,19 +47,11 @@ def fresh_overrides(cfg, n: int) -> list[str]:
 
 
 def policy_state(run: Path, which: str) -> dict[str, torch.Tensor]:
-    """The trainable state of the run's ``which`` policy (a Lightning checkpoint's ``policy.`` entries for
-    ``last``)."""
-    path = run / POLICY_FILES[which]
-    if not path.is_file():
-        raise SystemExit(f"eval_run: {path} does not exist (did the run finish its {which} stage?)")
-    obj = torch.load(path, map_location="cpu", weights_only=False)
-    if which != "last":
-        return obj
-    state = obj.get("state_dict", {})
-    out = {k[len("policy.") :]: v for k, v in state.items() if k.startswith("policy.")}
-    if not out:
-        raise SystemExit(f"eval_run: {path} holds no 'policy.' weights (not a GRPO checkpoint?)")
-    return out
+    """The trainable state of the run's ``which`` policy; a missing or wrong file exits naming it."""
+    try:
+        return run_policy_state(run, which)
+    except (FileNotFoundError, ValueError) as exc:
+        raise SystemExit(f"eval_run: {exc}") from None
 
 
 def paired(result: EvalResult, base: EvalResult) -> dict:
@@ -77,7 +68,6 @@ def evaluate_run(run: Path, fresh: int, policies: list[str], overrides: list[str
     """Rows for one run: each policy of ``policies`` played on the run's ``fresh`` fresh dialogues;
     ``on_row(row)`` is called as each one is done (a long evaluation keeps what it measured)."""
     from memprm.models.policies import build_policy
-    from memprm.models.trainable import load_trainable_state
 
     if not (run / "config.yaml").is_file():
         raise SystemExit(f"eval_run: {run / 'config.yaml'} does not exist: pass fit run folders")
@@ -92,7 +82,7 @@ def evaluate_run(run: Path, fresh: int, policies: list[str], overrides: list[str
     rows, base = [], None
     for which in policies:
         policy = build_policy(cfg.policy)
-        load_trainable_state(policy, policy_state(run, which), where=str(run / POLICY_FILES[which]))
+        load_trainable_state(policy, policy_state(run, which), where=str(run / RUN_POLICY_FILES[which]))
         res = evaluate_manager(stack.env, dialogues, greedy_manager(policy.eval()), desc=f"{run.name} {which}")
         ci = res.interval()
         row = {
@@ -136,9 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", dest="overrides", nargs="*", default=[], help="dotted config overrides for every run")
     args = ap.parse_args(argv)
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-    unknown = sorted(set(policies) - set(POLICY_FILES))
+    unknown = sorted(set(policies) - set(RUN_POLICY_FILES))
     if unknown or not policies:
-        raise SystemExit(f"eval_run: --policies takes {sorted(POLICY_FILES)}, got {args.policies!r}")
+        raise SystemExit(f"eval_run: --policies takes {sorted(RUN_POLICY_FILES)}, got {args.policies!r}")
     if args.fresh < 1:
         raise SystemExit(f"eval_run: --fresh must be >= 1, got {args.fresh}")
     rows: list[dict] = []

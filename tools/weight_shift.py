@@ -22,6 +22,7 @@ import torch
 
 from memprm.env.candidates import CANDIDATE_KINDS
 from memprm.memory.bank import MANAGED_LAYERS
+from memprm.models.trainable import RUN_POLICY_FILES, run_policy_state
 from memprm.models.two_tower import RANKS, structural_dim
 
 HEAD = "head.weight"
@@ -45,18 +46,17 @@ def head_row(state: dict[str, torch.Tensor], where: Path) -> torch.Tensor:
     return w[: structural_dim()]
 
 
-def _load(path: Path) -> dict[str, torch.Tensor]:
-    if not path.is_file():
-        raise SystemExit(f"{path}: missing (did the run finish its SFT / GRPO stage?)")
-    obj = torch.load(path, map_location="cpu", weights_only=False)
-    return obj.get("state_dict", obj) if isinstance(obj, dict) else obj
+def _load(run: Path, which: str) -> dict[str, torch.Tensor]:
+    try:
+        return run_policy_state(run, which)
+    except (FileNotFoundError, ValueError) as exc:
+        raise SystemExit(f"weight_shift: {exc}") from None
 
 
 def run_shift(run: Path, at: str = "last") -> dict:
     """One run's dev history, selected step and per-weight change (GRPO − SFT) as a JSON-able dict."""
-    sft = head_row(_load(run / "policy_sft.pt"), run / "policy_sft.pt")
-    other = run / ("grpo/checkpoints/last.ckpt" if at == "last" else "policy_grpo.pt")
-    grpo = head_row(_load(other), other)
+    sft = head_row(_load(run, "sft"), run / RUN_POLICY_FILES["sft"])
+    grpo = head_row(_load(run, at), run / RUN_POLICY_FILES[at])
     dev_path = run / "grpo" / "dev_selection.json"
     dev = json.loads(dev_path.read_text()) if dev_path.is_file() else {"history": [], "best_step": None}
     return {

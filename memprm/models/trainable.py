@@ -67,3 +67,26 @@ def load_trainable(module: nn.Module, path: Path) -> None:
     """Load a file of :func:`save_trainable` into ``module`` (in place); errors name the file."""
     state = torch.load(path, map_location="cpu", weights_only=True)
     load_trainable_state(module, state, where=str(path))
+
+
+#: a fit run's policy files: SFT's, dev selection's pick, and where GRPO ended (a Lightning checkpoint).
+RUN_POLICY_FILES = {"sft": "policy_sft.pt", "selected": "policy_grpo.pt", "last": "grpo/checkpoints/last.ckpt"}
+
+
+def run_policy_state(run: Path, which: str) -> dict[str, torch.Tensor]:
+    """The trainable state of run folder ``run``'s ``which`` policy (:data:`RUN_POLICY_FILES`); for ``last``
+    the checkpoint's ``policy.`` entries, prefix removed. A missing file or policy raises
+    ``FileNotFoundError`` / ``ValueError`` naming the file."""
+    if which not in RUN_POLICY_FILES:
+        raise ValueError(f"run_policy_state: which must be one of {sorted(RUN_POLICY_FILES)}, got {which!r}")
+    path = Path(run) / RUN_POLICY_FILES[which]
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist (did the run finish its {which} stage?)")
+    obj = torch.load(path, map_location="cpu", weights_only=which != "last")
+    if which != "last":
+        return obj
+    state = obj.get("state_dict", {}) if isinstance(obj, dict) else {}
+    out = {k[len("policy.") :]: v for k, v in state.items() if k.startswith("policy.")}
+    if not out:
+        raise ValueError(f"{path} holds no 'policy.' weights (not a GRPO checkpoint?)")
+    return out
