@@ -469,8 +469,8 @@ def test_minibatches_split_each_ppo_epoch(tokenizer, spy):
 def _zero_advantages(monkeypatch):
     real = grpo_module.prepare_batch
 
-    def zeroed(groups, lam, cfg):
-        prep = real(groups, lam, cfg)
+    def zeroed(groups, lam, cfg, **kw):
+        prep = real(groups, lam, cfg, **kw)
         return dataclasses.replace(prep, advantages=np.zeros_like(prep.advantages))
 
     monkeypatch.setattr(grpo_module, "prepare_batch", zeroed)
@@ -510,15 +510,17 @@ def test_reference_state_scores_the_samples_for_the_kl_term(tokenizer, monkeypat
     assert all(s.ref_logprob == 0.0 for s in samples)
     module = GRPOPolicyModule(policy, GRPOConfig(lr=2e-2, beta_kl=1.0, ppo_epochs=1), reference=reference)
     policy.eval()  # as training_step puts it: dropout-free log-probs
-    filled = module._with_reference_logprobs([_group(_rollout(samples[:1], 1.0), _rollout(samples[1:], 0.0))])
-    got = [s.ref_logprob for r in filled[0].rollouts for s in r.samples]
+    got = module._reference_logprobs(samples).tolist()
     assert got == pytest.approx([float(start[WRITE]), float(start[NOOP])], abs=1e-5)
     assert all(torch.equal(moved[n], p.detach()) for n, p in policy.named_parameters())  # weights put back
-    seen = []
-    real = grpo_module.prepare_batch
-    monkeypatch.setattr(grpo_module, "prepare_batch", lambda g, lam, cfg: seen.append(g) or real(g, lam, cfg))
-    trainer = _fit(module, [_group(_rollout(samples[:1], 1.0), _rollout(samples[1:], 0.0))])
-    assert [s.ref_logprob for r in seen[0][0].rollouts for s in r.samples] == pytest.approx(got)
+    scored, refs = [], []
+    real_score, real_loss = module._reference_logprobs, grpo_module.policy_loss
+    monkeypatch.setattr(module, "_reference_logprobs", lambda s: scored.append(len(s)) or real_score(s))
+    monkeypatch.setattr(grpo_module, "policy_loss", lambda lp, o, r, a, **k: refs.append(r) or real_loss(lp, o, r, a, **k))
+    tied = _group(_rollout(samples[:1], 0.5), _rollout(samples[1:], 0.5))  # zero variance: skipped
+    trainer = _fit(module, [[_group(_rollout(samples[:1], 1.0), _rollout(samples[1:], 0.0)), tied]])
+    assert scored == [2]  # the skipped group's samples are never scored under the reference
+    assert sorted(refs[0].tolist()) == pytest.approx(sorted(got), abs=1e-5)
     assert float(trainer.callback_metrics["grpo/kl"]) > 0
     with pytest.raises(ValueError, match="reference tensor 'head.weight' is not a parameter of this shape"):
         GRPOPolicyModule(policy, GRPOConfig(beta_kl=1.0), reference={"head.weight": torch.zeros(2)})

@@ -116,7 +116,9 @@ def mean_over_ranks(per_rank: Sequence[dict[str, float]]) -> dict[str, float]:
     return {name: sum(vals) / len(vals) for name, vals in sums.items()}
 
 
-def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> PreparedBatch:
+def prepare_batch(
+    groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig, *, check_reference: bool = True
+) -> PreparedBatch:
     """Weigh, normalize and flatten ``groups`` (steps 1–3 of the module docstring). Pure: no torch.
 
     A local re-run group (``GroupBatch.origin``) gets outcome advantages on its rollouts' R whatever
@@ -124,6 +126,8 @@ def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> 
     stays out of ``tasks``, ``bank`` and ``breakdowns`` (it is reported under ``local/*``).
 
     Bad input raises ``ValueError`` naming the group (dialogue, window), the rollout and the field.
+    ``check_reference=False``: the caller scores the kept samples' reference log-probs itself afterwards
+    (:class:`~memprm.models.grpo_module.GRPOPolicyModule`), so ``ref_logp`` is not checked here.
     """
     if not groups:
         raise ValueError("GRPO batch: no groups")
@@ -202,13 +206,13 @@ def prepare_batch(groups: Sequence[GroupBatch], lam: float, cfg: GRPOConfig) -> 
         for i, (r, a) in enumerate(zip(g.rollouts, ga.advantages, strict=True)):
             for t, s in enumerate(r.samples):
                 _check_logprob(s.logprob, f"{where}, rollout {i}, step {t}: GateSample.logprob")
-                if cfg.beta_kl > 0:
+                if cfg.beta_kl > 0 and check_reference:
                     _check_logprob(s.ref_logprob, f"{where}, rollout {i}, step {t}: GateSample.ref_logprob")
             samples.extend(r.samples)
             adv_flat.append(a)
     old = np.array([s.logprob for s in samples], dtype=np.float64)
     ref = np.array([s.ref_logprob for s in samples], dtype=np.float64)
-    if cfg.beta_kl > 0 and samples and not np.any(ref):
+    if cfg.beta_kl > 0 and check_reference and samples and not np.any(ref):
         raise ValueError(
             "GRPO batch: grpo.beta_kl > 0 but every kept sample has ref_logprob = 0.0: the rollouts carry no "
             "reference (SFT) log-probs (GateSample.with_logprobs fills them)"

@@ -15,11 +15,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import torch
 from lightning.pytorch import LightningModule
 from torch import nn
 
 from memprm.credit import reward_masses
+from memprm.env.policy import GateSample
 from memprm.models.grpo_batch import PreparedBatch, mean_over_ranks, prepare_batch
 from memprm.models.grpo_config import GRPOConfig
 from memprm.models.grpo_losses import policy_loss
@@ -99,9 +101,10 @@ class GRPOPolicyModule(LightningModule):
         ``sync_dist`` reduce would then deadlock)."""
         groups = [batch] if isinstance(batch, GroupBatch) else list(batch)
         self.policy.eval()
-        if self.reference is not None and self.cfg.beta_kl > 0:
-            groups = self._with_reference_logprobs(groups)
-        prepared = prepare_batch(groups, self.shaping_lambda, self.cfg)
+        scored_here = self.reference is not None and self.cfg.beta_kl > 0
+        prepared = prepare_batch(groups, self.shaping_lambda, self.cfg, check_reference=not scored_here)
+        if scored_here:  # only the kept samples: a skipped group's never enter the loss
+            prepared = dataclasses.replace(prepared, ref_logp=self._reference_logprobs(prepared.samples))
         metrics = prepared.metrics(self.shaping_lambda)
         out: dict[str, object] = {"reward_masses": reward_masses(prepared.breakdowns)}
         n_all = self._samples_on_all_ranks(len(prepared.samples))
@@ -116,29 +119,17 @@ class GRPOPolicyModule(LightningModule):
         return out
 
     @torch.no_grad()
-    def _with_reference_logprobs(self, groups: list[GroupBatch]) -> list[GroupBatch]:
-        """``groups`` with every gate sample's ``ref_logprob`` scored under :attr:`reference` (one batched
-        pass; the current weights are put back after it)."""
-        samples = [s for g in groups for r in g.rollouts for s in r.samples]
+    def _reference_logprobs(self, samples: Sequence[GateSample]) -> np.ndarray:
+        """[N] float64: each sample's log-prob under :attr:`reference` (one batched pass; the current weights
+        are put back after it)."""
         if not samples:
-            return groups
+            return np.zeros(0)
         current = trainable_state(self.policy, list(self.reference))
         load_trainable_state(self.policy, self.reference)
         try:
-            ref = self.policy.log_probs(samples)[0].detach().cpu().tolist()  # [N]
+            return self.policy.log_probs(list(samples))[0].detach().cpu().double().numpy()
         finally:
             load_trainable_state(self.policy, current)
-        it = iter(ref)
-        return [
-            dataclasses.replace(
-                g,
-                rollouts=tuple(
-                    dataclasses.replace(r, samples=tuple(s.with_logprobs(s.logprob, next(it)) for s in r.samples))
-                    for r in g.rollouts
-                ),
-            )
-            for g in groups
-        ]
 
     def _mean_over_ranks(self, metrics: dict[str, float]) -> dict[str, float]:
         trainer = self._trainer
