@@ -351,6 +351,17 @@ def test_reward_alignment_tool_reports_signal_beside_test_accuracy(tmp_path, cap
         assert rho is None or -1.0 <= rho <= 1.0
     assert got["within_group"]["R"]["groups"] == 2  # one G = 3 group per window of the train dialogue
     assert "| heuristic teacher |" in capsys.readouterr().out
+    # --target end: forks ranked by the whole dialogue's exam after the teacher plays the rest
+    assert tool.main(["--json", str(out), "--group", "3", "--within-only", "--target", "end", *tiny]) == 0
+    end = json.loads(out.read_text())["within_group"]
+    assert end["target"] == "end" and end["R"]["groups"] == 2 and not got["managers"] == {}
+    cfg = load_config(None, tiny)
+    stack = build_stack(cfg)
+    d = generate_synthetic(cfg.data.synthetic)["train"][0]
+    cache = tool.ReaderCache(stack.env.reader, stack.env.judge)
+    from_empty = tool.end_accuracy(stack.env, d, d.sessions[0].index - 1, MemoryBank(), stack.teacher, cache)
+    test_protocol = evaluate_manager(stack.env, [d], greedy_manager(tool.as_gate_policy(stack.teacher)))
+    assert from_empty == pytest.approx(test_protocol.accuracy)  # from an empty bank: the test protocol
     with pytest.raises(ConfigError, match="notes.kind=oracle"):  # annotation notes would leak gold facts
         tool.main(["--json", str(tmp_path / "o.json"), "notes.kind=oracle", *tiny])
     assert not (tmp_path / "o.json").exists()

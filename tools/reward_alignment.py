@@ -13,8 +13,11 @@ Then the Spearman across managers of each column against that accuracy.
 
 Within groups: G rollouts per window of the heuristic teacher with ε of its actions random (a GRPO group);
 per rollout its return and the accuracy of its final bank on the dialogue's official questions unlocked so far
-(the test protocol's questions the bank can answer at that point). Reported: the mean over groups of the
-within-group Spearman of each column against that accuracy, and the share of groups where it is defined.
+(the test protocol's questions the bank can answer at that point); ``--target end``: instead, the accuracy on
+every question of the dialogue after the heuristic teacher has played the fork's bank on through the last
+session (greedy, the same for every fork): what the window's operations do to the final exam. Reported: the
+mean over groups of the within-group Spearman of each column against that accuracy, and the share of groups
+where it is defined.
 """
 
 from __future__ import annotations
@@ -103,6 +106,19 @@ def so_far_accuracy(env, dialogue, window: int, bank: MemoryBank, cache: ReaderC
     return sum(scored) / len(scored) if scored else None
 
 
+def end_accuracy(env, dialogue, window: int, bank: MemoryBank, manager, cache: ReaderCache) -> float | None:
+    """Accuracy on every question of ``dialogue`` of a copy of ``bank`` after ``manager`` has played the
+    sessions after ``window`` on it (the test protocol's exam, given the bank at the window's end)."""
+    bank = bank.fork()
+    for s in dialogue.sessions:
+        if s.index > window:
+            env.play_window(dialogue, s.index, bank, manager)
+    exam = run_exam(bank, Quiz(tuple(QuizItem(q, 1.0, "official") for q in dialogue.questions)), env.reader,
+                    env.judge, env.retriever, cache)  # fmt: skip
+    scored = [r.correct for r in exam.results if not r.failed]
+    return sum(scored) / len(scored) if scored else None
+
+
 def manager_table(cfg, stack, runner, dialogues, managers: dict) -> dict[str, dict]:
     """Per manager: mean of each column over its episodes and the test-protocol accuracy."""
     rows = {}
@@ -121,15 +137,19 @@ def alignment(rows: dict[str, dict]) -> dict[str, dict]:
     return {c: spearman([r[c] for r in rows.values()], acc).to_dict() for c in COLUMNS}
 
 
-def within_groups(cfg, stack, runner, dialogues, group: int, epsilon: float) -> dict[str, dict]:
-    """Mean within-group Spearman of each column vs each fork's so-far accuracy (module docstring)."""
+def within_groups(cfg, stack, runner, dialogues, group: int, epsilon: float, target: str = "so_far") -> dict:
+    """Mean within-group Spearman of each column vs each fork's ``target`` accuracy (module docstring):
+    ``so_far`` (:func:`so_far_accuracy`) or ``end`` (:func:`end_accuracy`, the teacher continuing)."""
     cache = ReaderCache(stack.env.reader, stack.env.judge)
     per_column: dict[str, list[float]] = {c: [] for c in COLUMNS}
     n_groups, kept = 0, []
 
     def on_group(d, window, forks, batch):
         nonlocal n_groups
-        acc = [so_far_accuracy(stack.env, d, window, b, cache) for b in forks]
+        if target == "end":
+            acc = [end_accuracy(stack.env, d, window, b, stack.teacher, cache) for b in forks]
+        else:
+            acc = [so_far_accuracy(stack.env, d, window, b, cache) for b in forks]
         if any(a is None for a in acc):
             return
         n_groups += 1
@@ -147,7 +167,7 @@ def within_groups(cfg, stack, runner, dialogues, group: int, epsilon: float) -> 
         c: {"mean_spearman": float(np.mean(v)) if v else float("nan"), "defined": len(v), "groups": n_groups}
         for c, v in per_column.items()
     }
-    return out | {"rollouts": kept}
+    return out | {"rollouts": kept, "target": target}
 
 
 def critic_scorer(run_dir: Path | None, cfg):
@@ -199,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epsilon", type=float, default=0.3)
     ap.add_argument("--no-oracle", action="store_true", help="skip the oracle (data without fact annotations)")
     ap.add_argument("--within-only", action="store_true", help="only the within-group part (no manager table)")
+    ap.add_argument("--target", choices=("so_far", "end"), default="so_far",
+                    help="within groups, rank forks against: so_far (questions unlocked so far) or end (the "
+                         "whole dialogue's exam after the teacher plays the rest)")  # fmt: skip
     ap.add_argument("overrides", nargs="*", help="dotted config overrides, key.sub=value")
     args = ap.parse_args(argv)
     cfg = load_config(args.config, args.overrides)
@@ -217,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         managers["SFT policy"] = policy
     rows = {} if args.within_only else manager_table(cfg, stack, runner, dialogues, managers)
     spear = alignment(rows) if rows else {c: {"value": None} for c in COLUMNS}
-    within = within_groups(cfg, stack, runner, dialogues, args.group, args.epsilon)
+    within = within_groups(cfg, stack, runner, dialogues, args.group, args.epsilon, args.target)
     print(f"{cfg.data.source} {args.split}: {len(dialogues)} dialogues; rollout.quiz={cfg.rollout.quiz}, "
           f"shaping={cfg.rollout.shaping if runner.critic else 'none'}, λ0={cfg.grpo.lambda0}")  # fmt: skip
     print(format_report(rows, spear, within))
