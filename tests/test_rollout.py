@@ -372,6 +372,8 @@ def test_horizon_quizzes_later_questions_and_writes_back_the_window_end(setup):
     sessions unlock; samples, the shared reference and the written-back bank stay at the window's end."""
     from memprm.env.exam import ReaderCache
     from memprm.env.memory_env import advance_reference
+    from memprm.models.grpo_batch import prepare_batch
+    from memprm.models.grpo_config import GRPOConfig
 
     with pytest.raises(ValueError, match="needs rollout.quiz=cumulative"):
         RolloutConfig(horizon=1)
@@ -393,7 +395,10 @@ def test_horizon_quizzes_later_questions_and_writes_back_the_window_end(setup):
         assert all(len(b.entries("verbatim")) == n_first for b in (new, *forks)) and new is forks[batch.write_back]
         gates = 2 * sum(1 for t in d.sessions[0].turns if len(t.text.split()) >= stack.env.cfg.gate_min_words)
         assert all(r.n_steps == gates for r in batch.rollouts)
-        assert batch.stats["rollout/continued_sessions"] == {0: 0, 1: 1, -1: len(d.sessions) - 1}[horizon]
+        continued = {0: 0, 1: 1, -1: len(d.sessions) - 1}[horizon]
+        assert batch.stats["rollout/continued_sessions"] == continued
+        logged = prepare_batch([batch], 0.2, GRPOConfig()).metrics(0.2)  # what TensorBoard gets
+        assert logged["rollout/continued_sessions"] == continued
         sizes[horizon] = batch.quiz_size
     ref = MemoryBank()
     advance_reference(ref, d, first)

@@ -32,7 +32,7 @@ from memprm.rollout.batches import GroupBatch
 EMPTY = "empty"
 BANK_STATS = ("entries", "versions_per_entry", "context_tokens", "evidence_kept")
 #: ``GroupBatch.stats`` keys logged (as means over groups) by prefix.
-GROUP_STAT_PREFIXES = ("audit/", "probe/", "reader/", "llm/", "local/")
+GROUP_STAT_PREFIXES = ("audit/", "probe/", "reader/", "llm/", "local/", "rollout/")
 _LOGPROB_TOL = 1e-4  # float32 log-softmax may round a log-prob of ~0 slightly above 0
 
 
@@ -77,7 +77,8 @@ class PreparedBatch:
           ``task/accuracy``) and, from their stats, ``local/identical_actions`` (share of local groups whose
           re-runs took the same actions), ``local/reader_calls``, ``local/dropped_questions``;
         - ``audit/*`` (reader calls of building, answering and auditing a quiz; failure and citation
-          counts), ``reader/missing_citations``, ``probe/*`` and ``llm/*``: means over the groups whose
+          counts), ``reader/missing_citations``, ``probe/*``, ``llm/*`` and ``rollout/continued_sessions``
+          (``rollout.horizon``'s greedy sessions before the quiz): means over the groups whose
           ``GroupBatch.stats`` carry the key (:mod:`memprm.rollout.runner`).
         """
         steps = list(self.breakdowns)
