@@ -71,3 +71,18 @@ def test_paired_difference_and_table():
     assert "| x | last | 62.5 | 55.0–70.0 | – | 4.0 | 1.25 | +7.5 (3/3, 0.12, " in table
     with pytest.raises(SystemExit, match="--policies takes"):
         ev.main(["runs/x", "--policies", "best"])
+
+
+def test_shift_moves_only_the_named_head_weights_and_rejects_bad_specs():
+    ev = load_tool("eval_run")
+    assert ev.parse_shift("merge/event=-4, rank 0=1.5") == {"merge/event": -4.0, "rank 0": 1.5}
+    state = {"head.weight": torch.zeros(1, 20), "other": torch.ones(2)}
+    out = ev.shifted(state, {"merge/event": -4.0, "noop/event": 0.5})
+    moved = {i: float(v) for i, v in enumerate(out["head.weight"][0]) if v != 0}
+    assert moved == {6: -4.0, 0: 0.5} and float(state["head.weight"].abs().sum()) == 0.0  # a copy
+    assert out["other"] is state["other"]
+    for bad, match in (("merge=-4", "is not NAME=AMOUNT"), ("merge/event=x", "is not a number"), (",", "names no")):
+        with pytest.raises(SystemExit, match=match):
+            ev.parse_shift(bad)
+    with pytest.raises(SystemExit, match="add sft to --policies"):
+        ev.main(["runs/none", "--policies", "last", "--shift", "merge/event=-1"])

@@ -12,6 +12,10 @@ clustered by dialogue and paired tests against the run's own SFT policy:
 - ``sft``: ``policy_sft.pt``; ``selected``: ``policy_grpo.pt`` (dev selection's pick); ``last``: the policy
   of ``grpo/checkpoints/last.ckpt`` (where training ended: the cleanest answer to "did training help").
 
+``--shift "merge/event=-4,merge/profile=-4"`` (repeatable) adds a row of the SFT policy with those of the head's
+13 text-free weights (:func:`memprm.models.two_tower.structural_names`) moved by the given amounts: what a
+direction in that space is worth, the ceiling a ``grpo.trainable=kinds`` run can reach along it.
+
 Each run is read with its own ``config.yaml`` and reader calibration; synthetic runs only. Printed: one
 table row per (run, policy) with accuracy, 95% interval, per category, entries, versions per entry and,
 for GRPO policies, the mean per-dialogue difference to SFT with the sign test and the paired sign-flip
@@ -54,6 +58,37 @@ def policy_state(run: Path, which: str) -> dict[str, torch.Tensor]:
         raise SystemExit(f"eval_run: {exc}") from None
 
 
+def parse_shift(spec: str) -> dict[str, float]:
+    """``"merge/event=-4,rank 0=1"`` -> {name: amount}; names from ``structural_names()``."""
+    from memprm.models.two_tower import structural_names
+
+    out = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        name, _, value = part.partition("=")
+        name = name.strip()
+        if name not in structural_names() or not value:
+            raise SystemExit(f"eval_run: --shift {spec!r}: {part!r} is not NAME=AMOUNT with NAME in {structural_names()}")
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise SystemExit(f"eval_run: --shift {spec!r}: {value!r} is not a number") from None
+    if not out:
+        raise SystemExit(f"eval_run: --shift {spec!r} names no weight")
+    return out
+
+
+def shifted(state: dict[str, torch.Tensor], shift: dict[str, float]) -> dict[str, torch.Tensor]:
+    """A copy of a scoring policy's trainable state with the named structural head weights moved."""
+    from memprm.models.two_tower import structural_names
+
+    if "head.weight" not in state:
+        raise SystemExit("eval_run: --shift needs a scoring policy with the two-tower head ('head.weight')")
+    head = state["head.weight"].clone()
+    for name, amount in shift.items():
+        head[..., structural_names().index(name)] += amount
+    return {**state, "head.weight": head}
+
+
 def paired(result: EvalResult, base: EvalResult) -> dict:
     """Per-dialogue accuracy differences to ``base`` on the same dialogues: mean, sign test, permutation."""
     ids = sorted(base.per_dialogue)
@@ -64,9 +99,11 @@ def paired(result: EvalResult, base: EvalResult) -> dict:
     return {"diff": perm.statistic, "wins": wins, "untied": sign.n, "p_sign": sign.p_value, "p_perm": perm.p_value}
 
 
-def evaluate_run(run: Path, fresh: int, policies: list[str], overrides: list[str], on_row=None) -> list[dict]:
-    """Rows for one run: each policy of ``policies`` played on the run's ``fresh`` fresh dialogues;
-    ``on_row(row)`` is called as each one is done (a long evaluation keeps what it measured)."""
+def evaluate_run(
+    run: Path, fresh: int, policies: list[str], overrides: list[str], on_row=None, shifts: list[str] = ()
+) -> list[dict]:
+    """Rows for one run: each policy of ``policies``, then SFT moved by each of ``shifts``, played on the
+    run's ``fresh`` fresh dialogues; ``on_row(row)`` is called as each one is done."""
     from memprm.models.policies import build_policy
 
     if not (run / "config.yaml").is_file():
@@ -80,9 +117,11 @@ def evaluate_run(run: Path, fresh: int, policies: list[str], overrides: list[str
     stack = build_stack(cfg)
     calibrate_reader(cfg, stack, splits)
     rows, base = [], None
-    for which in policies:
+    wanted = [(w, policy_state(run, w)) for w in policies]
+    wanted += [(f"sft+[{spec}]", shifted(policy_state(run, "sft"), parse_shift(spec))) for spec in shifts]
+    for which, state in wanted:
         policy = build_policy(cfg.policy)
-        load_trainable_state(policy, policy_state(run, which), where=str(run / RUN_POLICY_FILES[which]))
+        load_trainable_state(policy, state, where=f"{run} {which}")
         res = evaluate_manager(stack.env, dialogues, greedy_manager(policy.eval()), desc=f"{run.name} {which}")
         ci = res.interval()
         row = {
@@ -122,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("runs", nargs="+", type=Path, help="fit run folders")
     ap.add_argument("--fresh", type=int, default=10, help="fresh dialogues (default 10)")
     ap.add_argument("--policies", default="sft,last,selected", help="comma-separated: sft, last, selected")
+    ap.add_argument("--shift", action="append", default=[], help='SFT with head weights moved: "merge/event=-4,..."')
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
     ap.add_argument("--set", dest="overrides", nargs="*", default=[], help="dotted config overrides for every run")
     args = ap.parse_args(argv)
@@ -129,6 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(policies) - set(RUN_POLICY_FILES))
     if unknown or not policies:
         raise SystemExit(f"eval_run: --policies takes {sorted(RUN_POLICY_FILES)}, got {args.policies!r}")
+    if args.shift and "sft" not in policies:
+        raise SystemExit("eval_run: --shift rows are paired against SFT: add sft to --policies")
+    for spec in args.shift:
+        parse_shift(spec)  # a typo fails before minutes of loading
     if args.fresh < 1:
         raise SystemExit(f"eval_run: --fresh must be >= 1, got {args.fresh}")
     rows: list[dict] = []
@@ -140,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             args.json.write_text(json.dumps(rows, indent=1) + "\n")
 
     for run in args.runs:
-        evaluate_run(run, args.fresh, policies, args.overrides, on_row=keep)
+        evaluate_run(run, args.fresh, policies, args.overrides, on_row=keep, shifts=args.shift)
     print(markdown(rows))
     return 0
 

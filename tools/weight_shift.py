@@ -20,19 +20,10 @@ from pathlib import Path
 
 import torch
 
-from memprm.env.candidates import CANDIDATE_KINDS
-from memprm.memory.bank import MANAGED_LAYERS
 from memprm.models.trainable import RUN_POLICY_FILES, run_policy_state
-from memprm.models.two_tower import RANKS, structural_dim
+from memprm.models.two_tower import structural_dim, structural_names
 
 HEAD = "head.weight"
-
-
-def structural_names() -> list[str]:
-    """Names of the head's leading 13 weights, in feature order (kind-major × layer, rank, cosines)."""
-    names = [f"{k}/{layer}" for k in CANDIDATE_KINDS for layer in MANAGED_LAYERS]
-    names += [f"rank {r}" if r < RANKS - 1 else f"rank {r}+" for r in range(RANKS)]
-    return names + ["cos(c,q)", "cos(c,t)"]
 
 
 def head_row(state: dict[str, torch.Tensor], where: Path) -> torch.Tensor:

@@ -31,6 +31,17 @@ def structural_dim() -> int:
     return len(CANDIDATE_KINDS) * len(MANAGED_LAYERS) + RANKS + 2
 
 
+def structural_names() -> list[str]:
+    """Names of the :func:`structural_dim` features, in order (kind-major × layer, rank, cosines).
+
+    >>> structural_names()[:2], structural_names()[-2:]
+    (['noop/event', 'noop/profile'], ['cos(c,q)', 'cos(c,t)'])
+    """
+    names = [f"{k}/{layer}" for k in CANDIDATE_KINDS for layer in MANAGED_LAYERS]
+    names += [f"rank {r}" if r < RANKS - 1 else f"rank {r}+" for r in range(RANKS)]
+    return names + ["cos(c,q)", "cos(c,t)"]
+
+
 def kind_rank_dim() -> int:
     """The leading structural features without the two cosines: kind × layer and rank (11).
 
