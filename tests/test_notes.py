@@ -9,7 +9,8 @@ import pytest
 from memprm.data.records import Fact, Question, Turn
 from memprm.env.calibration import NEVER, choose_threshold
 from memprm.llm.notes import LLMNoteWriter, Note, OracleNoteWriter
-from memprm.llm.reader import ExtractiveReader, ReaderConfig, names_in
+from memprm.llm.reader import ExtractiveReader, ReaderConfig
+from memprm.llm.reader_text import names_in
 from memprm.llm.rule_notes import RuleNoteWriter, resolve_first_person
 from memprm.memory import HashingEmbedder
 from memprm.memory.bank import MemoryBank
@@ -253,7 +254,7 @@ def test_managers_writing_notes_get_more_flips_than_raw_copies():
 
 
 def test_earlier_version_walks_back_over_restatements():
-    from memprm.llm.reader import earlier_version
+    from memprm.llm.reader_text import earlier_version
     from memprm.memory.bank import Version
 
     chain = [Version(f"Mei's instrument: {v}", None, ("D1:1",), f"op{i}")

@@ -5,7 +5,8 @@ from datetime import datetime
 import pytest
 
 from memprm.data.records import Question
-from memprm.llm.reader import _BRIDGE, ExtractiveReader, ReaderConfig, extract_span
+from memprm.llm.reader import ExtractiveReader, ReaderConfig
+from memprm.llm.reader_text import BRIDGE, extract_span
 from memprm.llm.relative_time import format_date, resolve
 from memprm.llm.render import approx_tokens, render_retrieval
 from memprm.llm.roles import ABSTAIN_ANSWER, check_citations
@@ -85,7 +86,7 @@ def test_extract_span(content, question, answer):
     ],
 )
 def test_two_fact_bridge_reads_relative_clauses_and_agent_nouns(question, clause):
-    m = _BRIDGE.search(question)
+    m = BRIDGE.search(question)
     assert (m.group("clause") if m else None) == clause
 
 
