@@ -9,8 +9,16 @@ import pytest
 
 from memprm.atomic import atomic_write_text, replace_dir
 from memprm.config import load_config, to_dict
+from memprm.configtools import ConfigError
 from memprm.data.source import load_source
-from memprm.stages.markers import Markers, changed_keys, config_hash, select_sections, stage_key
+from memprm.stages.markers import (
+    Markers,
+    changed_keys,
+    config_hash,
+    dialogues_digest,
+    select_sections,
+    stage_key,
+)
 from memprm.stages.stage_keys import plan_keys, write_config
 
 TINY = ["data.synthetic.n_dialogues=3", "data.synthetic.n_train=1", "data.synthetic.n_dev=1",
@@ -65,6 +73,16 @@ def test_stage_keys_follow_their_inputs_only() -> None:
     rl_keys = plan_keys(on_rl, with_rl)
     assert {k for k in keys if keys[k].digest != rl_keys[k].digest} == {"grpo", "test"}
     assert "data:rl" in rl_keys["grpo"].upstream and "data:train" not in rl_keys["grpo"].upstream
+    # likewise the select split: only when dev selection plays it, and then GRPO (and test) only
+    assert changed("data.synthetic.n_select=1") == set()
+    with_sel = load_source(load_config(None, [*TINY, "data.synthetic.n_select=1"]).data)
+    on_sel = plan_keys(load_config(None, [*TINY, "data.synthetic.n_select=1", "dev_selection.split=select"]), with_sel)
+    assert {k for k in keys if keys[k].digest != on_sel[k].digest} == {"grpo", "test"}
+    assert on_sel["grpo"].upstream["data:dev_selection"] == dialogues_digest(with_sel["select"])
+    with pytest.raises(ValueError, match=r"no 'select' dialogues \(set data.synthetic.n_select > 0\)"):
+        plan_keys(load_config(None, [*TINY, "dev_selection.split=select"]), splits)
+    with pytest.raises(ConfigError, match="dev_selection.split must be dev_selection or select"):
+        load_config(None, [*TINY, "dev_selection.split=test"])
     # the data itself, not only its settings: other dialogues make every stage stale
     other_data = load_source(load_config(None, [*TINY, "data.synthetic.seed=7"]).data)
     assert all(plan_keys(base, other_data)[k].digest != keys[k].digest for k in keys)

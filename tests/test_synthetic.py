@@ -550,6 +550,18 @@ def test_rl_split_adds_dialogues_after_the_test_ones_and_changes_no_other_split(
     assert "n_rl=2" in with_rl.report.path
 
 
+def test_select_split_comes_from_its_own_indices_and_moves_nothing():
+    small = replace(DEFAULT, n_dialogues=3, n_train=1, n_dev=1, sessions_per_dialogue=2, turns_per_session=8)
+    base, sel = generate_synthetic(replace(small, n_rl=1)), generate_synthetic(replace(small, n_rl=1, n_select=2))
+    assert [d.id for d in sel["select"]] == ["syn-10000", "syn-10001"] and "select" not in base.splits
+    for split in ("train", "dev", "dev_calibration", "dev_selection", "test", "rl"):
+        assert sel[split] == base[split], split
+    assert generate_synthetic(replace(small, n_rl=3, n_select=2))["select"] == sel["select"]  # n_rl moves none
+    assert sel["select"][1] == generate_dialogue(small, 10_001) and "n_select=2" in sel.report.path
+    with pytest.raises(ValueError, match="would reach the select split"):
+        replace(small, n_rl=10_000)
+
+
 def test_split_questions_deals_by_category():
     d = generate_dialogue(DEFAULT, 0)
     cal, sel = split_questions(d)

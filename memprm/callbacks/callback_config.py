@@ -17,11 +17,17 @@ class DevSelectionConfig:
     at_start: bool = True
     #: also evaluate after the last step when that step was not evaluated (the final policy is a candidate).
     at_end: bool = True
+    #: the dialogues it plays: ``dev_selection`` (the dev split's selection half of the questions; 54 on the
+    #: embedded default, where one question is 1.9 points) or ``select`` (the synthetic source's
+    #: ``data.synthetic.n_select`` extra dialogues with every question, which no other split holds).
+    split: str = "dev_selection"
 
     def __post_init__(self) -> None:
         v = self.every_n_steps
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"dev_selection.every_n_steps must be an integer >= 1, got {v!r}")
+        if self.split not in ("dev_selection", "select"):
+            raise ValueError(f"dev_selection.split must be dev_selection or select, got {self.split!r}")
 
 
 @dataclass(frozen=True)

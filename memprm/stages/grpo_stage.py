@@ -25,6 +25,7 @@ from memprm.models.policies import sampling_temperature, trainable_subset
 from memprm.models.trainable import load_trainable, save_trainable, trainable_state
 from memprm.rollout.runner import GroupRunner
 from memprm.stages.run_context import Run, StageResult
+from memprm.stages.stage_keys import selection_split
 from memprm.stages.sum_scale import resolve_sum_scale
 from memprm.stages.trainer import build_trainer
 
@@ -108,7 +109,7 @@ def train_grpo(cfg, run: Run) -> GRPOStageResult:
     from memprm.rollout.datamodule import RolloutDataModule
     from memprm.stages.tb_resume import ResumableTensorBoardLogger
 
-    stack, run_dir, dev_selection = run.stack, run.dir, run.splits["dev_selection"]
+    stack, run_dir, dev_selection = run.stack, run.dir, selection_split(cfg, run.splits)
     critic = _shaping_critic(cfg, run)
     handle = CriticHandle(critic) if critic is not None else None
     score = handle.score if handle is not None else None

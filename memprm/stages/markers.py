@@ -58,6 +58,9 @@ IGNORED = (
     "llm.max_failure_share",
     # the rl split's size changes only the rl dialogues, whose digest enters GRPO's key when it plays them
     "data.synthetic.n_rl",
+    # likewise the select split's size, and which split dev selection plays: its dialogues' digest is hashed
+    "data.synthetic.n_select",
+    "dev_selection.split",
 )
 #: the fields of an LLM endpoint that decide its answers (those of the response cache key); timeouts,
 #: retries, concurrency and the URL do not.

@@ -31,6 +31,17 @@ log = logging.getLogger("memprm.stages")
 DIGESTED_SPLITS = ("train", "dev", "dev_calibration", "dev_selection", "test")
 
 
+def selection_split(cfg, splits: DataSplits):
+    """The dialogues dev-checkpoint selection plays (``dev_selection.split``); a missing or empty split is
+    an error that names the setting to change."""
+    name = cfg.dev_selection.split
+    dialogues = splits.splits.get(name, ())
+    if not dialogues:
+        fix = "set data.synthetic.n_select > 0" if name == "select" else "check the data source's dev split"
+        raise ValueError(f"dev_selection.split={name}: the {splits.source} source has no {name!r} dialogues ({fix})")
+    return dialogues
+
+
 def plan_keys(cfg, splits: DataSplits, stage_one_critic: str | None = None) -> dict[str, StageKey]:
     """Every stage's key for ``cfg`` (a MemprmConfig) on ``splits``. ``stage_one_critic``: the critic marker
     hash of the run folder named by ``fit.stage_one_dir`` when this run does not train its critic (stage one
@@ -64,7 +75,7 @@ def plan_keys(cfg, splits: DataSplits, stage_one_critic: str | None = None) -> d
         "policy_start": start,
         "critic": critic,
         f"data:{episodes}": digest[episodes],
-        "data:dev_selection": digest["dev_selection"],
+        "data:dev_selection": dialogues_digest(selection_split(cfg, splits)),
     }
     if critic != "none" and cfg.critic_refresh.every_n_steps > 0:
         grpo_up["teacher:dev"] = teacher["teacher:dev"]

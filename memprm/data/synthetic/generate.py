@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 
 from memprm.data.records import DataSplits, Dialogue, Fact, LoadReport, Question, Session, Turn
-from memprm.data.synthetic.generator_config import CATEGORIES, SyntheticConfig
+from memprm.data.synthetic.generator_config import CATEGORIES, SELECT_OFFSET, SyntheticConfig
 from memprm.data.synthetic.phrasing import phrasing_tables
 from memprm.data.synthetic.questions import Draft, draft_questions, round_robin
 from memprm.data.synthetic.sessions import Renderer
@@ -133,12 +133,15 @@ def split_questions(dialogue: Dialogue) -> tuple[Dialogue, Dialogue]:
 
 def generate_synthetic(cfg: SyntheticConfig) -> DataSplits:
     """All dialogues, split LoCoMo-style: train, dev, dev_calibration, dev_selection, test; plus ``rl``
-    (``cfg.n_rl`` dialogues after the test ones, empty by default: GRPO's unlabelled episodes)."""
+    (``cfg.n_rl`` dialogues after the test ones, empty by default: GRPO's unlabelled episodes) and, when
+    ``cfg.n_select`` > 0, ``select`` (dialogues from index ``SELECT_OFFSET``: a dev-selection set)."""
     path = f"generated: seed={cfg.seed}, n_dialogues={cfg.n_dialogues}" + (f", n_rl={cfg.n_rl}" if cfg.n_rl else "")
+    path += f", n_select={cfg.n_select}" if cfg.n_select else ""
     path += f", phrasing={cfg.phrasing}" if cfg.phrasing != "standard" else ""
     report = LoadReport(source=SOURCE, path=path)
     dialogues = []
-    for i in range(cfg.n_dialogues + cfg.n_rl):
+    select = [SELECT_OFFSET + i for i in range(cfg.n_select)]
+    for i in [*range(cfg.n_dialogues + cfg.n_rl), *select]:
         dialogue, notes = _generate(cfg, i)
         dialogues.append(dialogue)
         for note in notes:
@@ -162,6 +165,8 @@ def generate_synthetic(cfg: SyntheticConfig) -> DataSplits:
         "dev_calibration": tuple(h[0] for h in halves),
         "dev_selection": tuple(h[1] for h in halves),
         "test": tuple(dialogues[cfg.n_train + cfg.n_dev : cfg.n_dialogues]),
-        "rl": tuple(dialogues[cfg.n_dialogues :]),
+        "rl": tuple(dialogues[cfg.n_dialogues : cfg.n_dialogues + cfg.n_rl]),
     }
+    if cfg.n_select:
+        splits["select"] = tuple(dialogues[cfg.n_dialogues + cfg.n_rl :])
     return DataSplits(source=SOURCE, splits=splits, report=report)

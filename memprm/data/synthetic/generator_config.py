@@ -6,6 +6,8 @@ from dataclasses import dataclass, fields
 
 from memprm.data.synthetic.phrasing import PHRASING_NAMES, phrasing_tables
 
+#: the index of the first ``select`` dialogue (``SyntheticConfig.n_select``).
+SELECT_OFFSET = 10_000
 CATEGORIES = ("single-hop", "multi-hop", "temporal", "knowledge-update", "previous-value", "unanswerable")
 
 
@@ -33,6 +35,10 @@ class SyntheticConfig:
     """Extra dialogues ``syn-<n_dialogues>`` ... after the test ones, split ``rl``: episodes for GRPO that no
     teacher trajectory, SFT example or critic example comes from (``rollout_data.split=rl`` plays them).
     Dialogues are generated per index, so train, dev and test are the same whatever ``n_rl`` is."""
+    n_select: int = 0
+    """Extra dialogues ``syn-10000`` ... (index :data:`SELECT_OFFSET` + i, so no other split and no size
+    setting moves them), split ``select``: whole dialogues, every question, for dev-checkpoint selection
+    under ``dev_selection.split=select`` (a larger selection set than the dev split's selection half)."""
     sessions_per_dialogue: int = 6
     """Sessions per dialogue, a few days to weeks apart."""
     turns_per_session: int = 22
@@ -100,6 +106,7 @@ class SyntheticConfig:
             "n_train",
             "n_dev",
             "n_rl",
+            "n_select",
             "events_per_session",
             "profile_attributes",
             "max_overturns",
@@ -126,6 +133,11 @@ class SyntheticConfig:
             raise ValueError(
                 f"SyntheticConfig: n_train ({self.n_train}) + n_dev ({self.n_dev}) exceeds "
                 f"n_dialogues ({self.n_dialogues})"
+            )
+        if self.n_dialogues + self.n_rl > SELECT_OFFSET:
+            raise ValueError(
+                f"SyntheticConfig: n_dialogues + n_rl ({self.n_dialogues + self.n_rl}) would reach the select "
+                f"split's indices (from {SELECT_OFFSET})"
             )
         if self.turns_per_session < 4:
             raise ValueError(
