@@ -86,3 +86,22 @@ def test_shift_moves_only_the_named_head_weights_and_rejects_bad_specs():
             ev.parse_shift(bad)
     with pytest.raises(SystemExit, match="add sft to --policies"):
         ev.main(["runs/none", "--policies", "last", "--shift", "merge/event=-1"])
+
+
+def test_teacher_row_is_the_test_protocol_on_the_fresh_dialogues(tmp_path):
+    """--teacher: the heuristic teacher played on the same fresh dialogues, as evaluate_manager plays it."""
+    from memprm.config import config_yaml
+    from memprm.env.evaluate import evaluate_manager, greedy_manager
+    from memprm.env.managers import as_gate_policy
+    from memprm.env.stack import build_stack
+
+    ev = load_tool("eval_run")
+    tiny = [*TINY, "embedder.kind=hashing", "embedder.dim=256", "reader.calibrate_abstention=false"]
+    cfg = load_config(None, tiny)
+    (tmp_path / "config.yaml").write_text(config_yaml(cfg))
+    rows = ev.evaluate_run(tmp_path, 2, [], [], teacher=True)
+    assert [r["policy"] for r in rows] == ["heuristic teacher"] and rows[0]["dialogues"] == 2
+    fresh = list(load_source(load_config(None, [*tiny, *ev.fresh_overrides(cfg, 2)]).data)["rl"])[2:]
+    stack = build_stack(cfg)
+    want = evaluate_manager(stack.env, fresh, greedy_manager(as_gate_policy(stack.teacher)), progress=False)
+    assert rows[0]["accuracy"] == pytest.approx(want.accuracy) and rows[0]["n_questions"] == want.n_questions

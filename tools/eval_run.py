@@ -14,7 +14,8 @@ clustered by dialogue and paired tests against the run's own SFT policy:
 
 ``--shift "merge/event=-4,merge/profile=-4"`` (repeatable) adds a row of the SFT policy with those of the head's
 13 text-free weights (:func:`memprm.models.two_tower.structural_names`) moved by the given amounts: what a
-direction in that space is worth, the ceiling a ``grpo.trainable=kinds`` run can reach along it.
+direction in that space is worth, the ceiling a ``grpo.trainable=kinds`` run can reach along it. ``--teacher``
+adds the heuristic teacher (the manager SFT imitates) on the same dialogues.
 
 Each run is read with its own ``config.yaml`` and reader calibration; synthetic runs only. Printed: one
 table row per (run, policy) with accuracy, 95% interval, per category, entries, versions per entry and,
@@ -100,10 +101,18 @@ def paired(result: EvalResult, base: EvalResult) -> dict:
 
 
 def evaluate_run(
-    run: Path, fresh: int, policies: list[str], overrides: list[str], on_row=None, shifts: list[str] = ()
+    run: Path,
+    fresh: int,
+    policies: list[str],
+    overrides: list[str],
+    on_row=None,
+    shifts: list[str] = (),
+    teacher: bool = False,
 ) -> list[dict]:
-    """Rows for one run: each policy of ``policies``, then SFT moved by each of ``shifts``, played on the
-    run's ``fresh`` fresh dialogues; ``on_row(row)`` is called as each one is done."""
+    """Rows for one run: each policy of ``policies``, then SFT moved by each of ``shifts``, then (``teacher``)
+    the heuristic teacher, played on the run's ``fresh`` fresh dialogues; ``on_row(row)`` is called as each
+    one is done."""
+    from memprm.env.managers import as_gate_policy
     from memprm.models.policies import build_policy
 
     if not (run / "config.yaml").is_file():
@@ -119,10 +128,15 @@ def evaluate_run(
     rows, base = [], None
     wanted = [(w, policy_state(run, w)) for w in policies]
     wanted += [(f"sft+[{spec}]", shifted(policy_state(run, "sft"), parse_shift(spec))) for spec in shifts]
+    if teacher:
+        wanted.append(("heuristic teacher", None))
     for which, state in wanted:
-        policy = build_policy(cfg.policy)
-        load_trainable_state(policy, state, where=f"{run} {which}")
-        res = evaluate_manager(stack.env, dialogues, greedy_manager(policy.eval()), desc=f"{run.name} {which}")
+        if state is None:
+            policy = as_gate_policy(stack.teacher)
+        else:
+            policy = build_policy(cfg.policy).eval()
+            load_trainable_state(policy, state, where=f"{run} {which}")
+        res = evaluate_manager(stack.env, dialogues, greedy_manager(policy), desc=f"{run.name} {which}")
         ci = res.interval()
         row = {
             "run": str(run), "policy": which, "accuracy": res.accuracy, "ci95": [ci.low, ci.high],
@@ -162,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh", type=int, default=10, help="fresh dialogues (default 10)")
     ap.add_argument("--policies", default="sft,last,selected", help="comma-separated: sft, last, selected")
     ap.add_argument("--shift", action="append", default=[], help='SFT with head weights moved: "merge/event=-4,..."')
+    ap.add_argument("--teacher", action="store_true", help="also the heuristic teacher (the imitated manager)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
     ap.add_argument("--set", dest="overrides", nargs="*", default=[], help="dotted config overrides for every run")
     args = ap.parse_args(argv)
@@ -184,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             args.json.write_text(json.dumps(rows, indent=1) + "\n")
 
     for run in args.runs:
-        evaluate_run(run, args.fresh, policies, args.overrides, on_row=keep, shifts=args.shift)
+        evaluate_run(run, args.fresh, policies, args.overrides, on_row=keep, shifts=args.shift, teacher=args.teacher)
     print(markdown(rows))
     return 0
 
