@@ -76,6 +76,7 @@ def test_paired_difference_and_table():
 def test_shift_moves_only_the_named_head_weights_and_rejects_bad_specs():
     ev = load_tool("eval_run")
     assert ev.parse_shift("merge/event=-4, rank 0=1.5") == {"merge/event": -4.0, "rank 0": 1.5}
+    assert ev.parse_shift("cos(c,t)=2,cos(c,q)=-1") == {"cos(c,t)": 2.0, "cos(c,q)": -1.0}
     state = {"head.weight": torch.zeros(1, 20), "other": torch.ones(2)}
     out = ev.shifted(state, {"merge/event": -4.0, "noop/event": 0.5})
     moved = {i: float(v) for i, v in enumerate(out["head.weight"][0]) if v != 0}

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def parse_shift(spec: str) -> dict[str, float]:
     from memprm.models.two_tower import structural_names
 
     out = {}
-    for part in filter(None, (p.strip() for p in spec.split(","))):
+    for part in filter(None, (p.strip() for p in re.split(r",(?![^()]*\))", spec))):  # not "cos(c,t)"'s comma
         name, _, value = part.partition("=")
         name = name.strip()
         if name not in structural_names() or not value:
