@@ -152,6 +152,14 @@ def test_ablation_arms_are_ours_with_one_change(arm, key, value):
         assert got["rollout.sum_scale"] == "auto"  # rescaled to the suffix-min magnitude (Remark 4)
 
 
+def test_candidate_arms_are_the_settings_their_runs_used():
+    """configs/arms/ours_head_horizon.yaml = ours_flips_kl.yaml plus the overrides of the runs it reports."""
+    base = _leaves(to_dict(load_config(ROOT / "configs" / "arms" / "ours_flips_kl.yaml")))
+    got = _leaves(to_dict(load_config(ROOT / "configs" / "arms" / "ours_head_horizon.yaml")))
+    changed = {k: got[k] for k in got if got[k] != base[k]}
+    assert changed == {"arm": "ours_head_horizon", "rollout.horizon": -1, "grpo.trainable": "all", "grpo.lr": 0.003}
+
+
 def test_grpo_episodes_come_from_the_named_split_or_a_one_line_error():
     from memprm.data.source import load_source
     from memprm.stages.grpo_stage import episode_dialogues
