@@ -128,7 +128,9 @@ def evaluate_run(
     calibrate_reader(cfg, stack, splits)
     rows, base = [], None
     wanted = [(w, policy_state(run, w)) for w in policies]
-    wanted += [(f"sft+[{spec}]", shifted(policy_state(run, "sft"), parse_shift(spec))) for spec in shifts]
+    if shifts:
+        sft = policy_state(run, "sft")
+        wanted += [(f"sft+[{spec}]", shifted(sft, parse_shift(spec))) for spec in shifts]
     if teacher:
         wanted.append(("heuristic teacher", None))
     for which, state in wanted:

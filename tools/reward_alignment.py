@@ -94,16 +94,20 @@ def play(runner: GroupRunner, cfg, dialogues, policy, on_group=None) -> list[lis
     return out
 
 
-def so_far_accuracy(env, dialogue, window: int, bank: MemoryBank, cache: ReaderCache) -> float | None:
-    """Accuracy of ``bank`` on the dialogue's official questions unlocked through session ``window``."""
-    seen = [t.id for s in dialogue.sessions if s.index <= window for t in s.turns]
-    questions = unlocked_questions(dialogue, [], seen)
+def official_accuracy(env, bank: MemoryBank, questions, cache: ReaderCache) -> float | None:
+    """Accuracy of ``bank`` on ``questions`` asked as official quiz items (failed calls not counted)."""
     if not questions:
         return None
     exam = run_exam(bank, Quiz(tuple(QuizItem(q, 1.0, "official") for q in questions)), env.reader, env.judge,
                     env.retriever, cache)  # fmt: skip
     scored = [r.correct for r in exam.results if not r.failed]
     return sum(scored) / len(scored) if scored else None
+
+
+def so_far_accuracy(env, dialogue, window: int, bank: MemoryBank, cache: ReaderCache) -> float | None:
+    """Accuracy of ``bank`` on the dialogue's official questions unlocked through session ``window``."""
+    seen = [t.id for s in dialogue.sessions if s.index <= window for t in s.turns]
+    return official_accuracy(env, bank, unlocked_questions(dialogue, [], seen), cache)
 
 
 def end_accuracy(env, dialogue, window: int, bank: MemoryBank, manager, cache: ReaderCache) -> float | None:
@@ -113,10 +117,7 @@ def end_accuracy(env, dialogue, window: int, bank: MemoryBank, manager, cache: R
     for s in dialogue.sessions:
         if s.index > window:
             env.play_window(dialogue, s.index, bank, manager)
-    exam = run_exam(bank, Quiz(tuple(QuizItem(q, 1.0, "official") for q in dialogue.questions)), env.reader,
-                    env.judge, env.retriever, cache)  # fmt: skip
-    scored = [r.correct for r in exam.results if not r.failed]
-    return sum(scored) / len(scored) if scored else None
+    return official_accuracy(env, bank, dialogue.questions, cache)
 
 
 def manager_table(cfg, stack, runner, dialogues, managers: dict) -> dict[str, dict]:

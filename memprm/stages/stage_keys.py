@@ -51,6 +51,9 @@ def plan_keys(cfg, splits: DataSplits, stage_one_critic: str | None = None) -> d
     episodes = cfg.rollout_data.split
     if episodes not in digest:
         digest[episodes] = dialogues_digest(splits[episodes])
+    selection = cfg.dev_selection.split
+    if selection not in digest:
+        digest[selection] = dialogues_digest(selection_split(cfg, splits))
     keys: dict[str, StageKey] = {}
     cal = "off"
     if cfg.reader.kind == "extractive" and cfg.reader.calibrate_abstention:
@@ -75,7 +78,7 @@ def plan_keys(cfg, splits: DataSplits, stage_one_critic: str | None = None) -> d
         "policy_start": start,
         "critic": critic,
         f"data:{episodes}": digest[episodes],
-        "data:dev_selection": dialogues_digest(selection_split(cfg, splits)),
+        "data:dev_selection": digest[selection],
     }
     if critic != "none" and cfg.critic_refresh.every_n_steps > 0:
         grpo_up["teacher:dev"] = teacher["teacher:dev"]
