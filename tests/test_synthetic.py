@@ -3,7 +3,7 @@
 Checks recompute things independently of the generator where they can: temporal answers from the turn's
 relative expression and the session date, knowledge-update and previous-value answers from a timeline parsed
 out of the canonical fact texts, distractor exchanges and third-party statements from the template texts.
-The checks on generated data run on every phrasing family (``standard``, ``tuning`` and ``heldout``).
+The checks on generated data run on every phrasing family (``standard``, ``tuning``, ``heldout`` and ``blind``).
 """
 
 from __future__ import annotations
@@ -82,11 +82,12 @@ WEEKDAY = {
 
 class Reading:
     """One family's relative time expressions, written out here rather than read from the generator:
-    ``day_offsets`` (expression -> days back), ``<weekday_prefix> <Weekday>`` and the ``week`` expression."""
+    ``day_offsets`` (expression -> days back), ``<weekday_prefix> <Weekday> <weekday_suffix>`` (either may be
+    empty) and the ``week`` expression."""
 
-    def __init__(self, day_offsets: dict[str, int], weekday_prefix: str, week: str):
+    def __init__(self, day_offsets: dict[str, int], weekday_prefix: str, week: str, weekday_suffix: str = ""):
         self.day_offsets, self.weekday_prefix, self.week = day_offsets, weekday_prefix, week
-        weekdays = rf"{weekday_prefix} (?:{'|'.join(WEEKDAY)})"
+        weekdays = " ".join(p for p in (weekday_prefix, f"(?:{'|'.join(WEEKDAY)})", weekday_suffix) if p)
         alternatives = [*(re.escape(k) for k in sorted(day_offsets, key=len, reverse=True)), weekdays, week]
         self.regex = re.compile("|".join(alternatives), re.IGNORECASE)
 
@@ -98,7 +99,7 @@ class Reading:
         if expression in self.day_offsets:
             d = day - timedelta(days=self.day_offsets[expression])
         else:
-            target = WEEKDAY[expression.split()[-1].capitalize()]
+            (target,) = [WEEKDAY[w.capitalize()] for w in expression.split() if w.capitalize() in WEEKDAY]
             d = day - timedelta(days=1)
             while d.weekday() != target:
                 d -= timedelta(days=1)
@@ -123,6 +124,13 @@ READINGS = {
          "five nights ago": 5, "a full week ago": 7},
         "on",
         "the previous week",
+    ),
+    "blind": Reading(
+        {"a few hours ago": 0, "last evening": 1, "a couple of days ago": 2, "3 days ago": 3, "4 days ago": 4,
+         "5 days ago": 5, "seven days ago": 7},
+        "",
+        "the week just gone",
+        weekday_suffix="just gone",
     ),
 }  # fmt: skip
 

@@ -1,13 +1,15 @@
-"""The held-out phrasing family: new sentences, the same dialogues.
+"""The held-out and blind phrasing families: new sentences, the same dialogues.
 
-``SyntheticConfig.phrasing="heldout"`` must share no template (nor any run of four literal words) with the
-standard family, keep every template convention, and give a line-by-line paraphrase of the standard data:
-the same plan, turn ids, fact annotations, questions' answers and evidence. The generic invariants of the
-generator run on both families in ``test_synthetic.py``; this file checks what is specific to the pair.
+``SyntheticConfig.phrasing="heldout"`` (and ``"blind"``) must share no template (nor any run of four literal
+words) with the standard family, keep every template convention, and give a line-by-line paraphrase of the
+standard data: the same plan, turn ids, fact annotations, questions' answers and evidence. ``blind`` shares no
+run of four literal words with any other family either. The generic invariants of the generator run on every
+family in ``test_synthetic.py``; this file checks what is specific to the reworded families.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import string
 from collections import Counter
@@ -19,14 +21,17 @@ from test_synthetic import READINGS, dialogues, distractor_templates, parse_prof
 
 from memprm.config import ConfigError, load_config
 from memprm.data.synthetic import CATEGORIES, SyntheticConfig, generate_synthetic, resolve_relative_time
-from memprm.data.synthetic.phrasing import HELDOUT, PHRASING_NAMES, STANDARD, Phrasing, phrasing_tables
+from memprm.data.synthetic.phrasing import BLIND, HELDOUT, PHRASING_NAMES, STANDARD, Phrasing, phrasing_tables
 from memprm.data.synthetic.vocabulary import PEOPLE
 
 pytestmark = pytest.mark.timeout(300)
 
 DEFAULT = SyntheticConfig()
-#: the families that reword the standard one line by line; the data-level checks below run on each
-REWORDED = ("heldout", "tuning")
+#: the families that reword the standard one line by line; the template and data-level checks below run on each
+REWORDED = ("heldout", "tuning", "blind")
+#: pairs of families that share no run of four literal words: every reworded family and the standard one, and
+#: ``blind`` and every other (``tuning`` and ``heldout``, written before, share a few runs with each other)
+RUN_FREE_PAIRS = [*((name, "standard") for name in REWORDED), ("blind", "tuning"), ("blind", "heldout")]
 
 
 @pytest.fixture(scope="module")
@@ -116,56 +121,67 @@ def test_word_runs_hand_cases():
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("across", [False, True], ids=["placeholders-end-runs", "placeholders-dropped"])
-def test_the_families_share_no_template_and_no_four_word_run(across):
-    standard, heldout = surface_templates(STANDARD), surface_templates(HELDOUT)
-    shared = {t for _, _, t in standard} & {t for _, _, t in heldout}
+@pytest.mark.parametrize(("name", "other"), list(itertools.combinations(PHRASING_NAMES, 2)))
+def test_no_two_families_share_a_template(name, other):
+    """Only ``name``'s side of a collision is reported, so a failure shows no more of ``other``."""
+    others = {t for _, _, t in surface_templates(phrasing_tables(other))}
+    shared = [(where, text) for where, _, text in surface_templates(phrasing_tables(name)) if text in others]
     assert not shared, shared
-    standard_runs: dict[tuple[str, ...], str] = {}
-    for _, _, text in standard:
-        standard_runs.update(dict.fromkeys(word_runs(text, across_placeholders=across), text))
-    overlaps = [(where, text, " ".join(r), standard_runs[r]) for where, _, text in heldout
-                for r in word_runs(text, across_placeholders=across) if r in standard_runs]  # fmt: skip
+
+
+@pytest.mark.parametrize("across", [False, True], ids=["placeholders-end-runs", "placeholders-dropped"])
+@pytest.mark.parametrize(("name", "other"), RUN_FREE_PAIRS, ids=lambda n: n)
+def test_the_families_share_no_four_word_run(name, other, across):
+    """Reported as ``name``'s template and the shared run, without ``other``'s template."""
+    other_runs = {r for _, _, text in surface_templates(phrasing_tables(other))
+                  for r in word_runs(text, across_placeholders=across)}  # fmt: skip
+    overlaps = [(where, text, " ".join(r)) for where, _, text in surface_templates(phrasing_tables(name))
+                for r in word_runs(text, across_placeholders=across) if r in other_runs]  # fmt: skip
     assert not overlaps, overlaps
 
 
-def test_heldout_tables_pair_with_the_standard_ones():
+@pytest.mark.parametrize("name", REWORDED)
+def test_reworded_tables_pair_with_the_standard_ones(name):
     """Same lengths everywhere (so both families make the same random draws), same attribute keys, values
     and fact templates, same activities (keys, details, canonical ``past``), same kinds of relative time."""
-    assert [t for t, _, _ in surface_templates(HELDOUT)] == [t for t, _, _ in surface_templates(STANDARD)]
-    assert HELDOUT.reactions.keys() == STANDARD.reactions.keys()
-    for s, h in zip(STANDARD.attributes, HELDOUT.attributes, strict=True):
+    say = phrasing_tables(name)
+    assert [t for t, _, _ in surface_templates(say)] == [t for t, _, _ in surface_templates(STANDARD)]
+    assert say.reactions.keys() == STANDARD.reactions.keys()
+    for s, h in zip(STANDARD.attributes, say.attributes, strict=True):
         assert (h.key, h.values, h.fact, h.fact_change) == (s.key, s.values, s.fact, s.fact_change)
-    for s, h in zip(STANDARD.activities, HELDOUT.activities, strict=True):
+    for s, h in zip(STANDARD.activities, say.activities, strict=True):
         assert (h.key, h.details, h.past) == (s.key, s.details, s.past) and h.said and not s.said
-    for s, h in zip(STANDARD.relative_times, HELDOUT.relative_times, strict=True):
+    for s, h in zip(STANDARD.relative_times, say.relative_times, strict=True):
         assert (h.days, h.weekday, h.week) == (s.days, s.weekday, s.week)
 
 
-@pytest.mark.parametrize("say", [STANDARD, HELDOUT], ids=lambda p: p.name)
-def test_templates_use_only_the_slots_the_generator_fills(say):
-    for where, kind, text in surface_templates(say):
+@pytest.mark.parametrize("name", ["standard", *REWORDED])
+def test_templates_use_only_the_slots_the_generator_fills(name):
+    for where, kind, text in surface_templates(phrasing_tables(name)):
         fields = {f for _, f, _, _ in string.Formatter().parse(text) if f is not None}
         assert fields <= SLOTS[kind], (where, text, fields - SLOTS[kind])
 
 
-def test_heldout_keywords_and_values_stay_where_they_belong():
+@pytest.mark.parametrize("name", REWORDED)
+def test_reworded_keywords_and_values_stay_where_they_belong(name):
     """A keyword of one attribute type or activity, or any attribute value, said anywhere else would make an
     unanswerable question's topic look mentioned (and break the pairing with the standard family)."""
-    owners = {k: f"{a.key}" for a in (*HELDOUT.attributes, *HELDOUT.activities) for k in a.keywords}
-    values = [v for a in HELDOUT.attributes for v in a.values]
+    say = phrasing_tables(name)
+    owners = {k: f"{a.key}" for a in (*say.attributes, *say.activities) for k in a.keywords}
+    values = [v for a in say.attributes for v in a.values]
     names = [p.name for p in PEOPLE]
-    for where, _, text in surface_templates(HELDOUT):
+    for where, _, text in surface_templates(say):
         owner = where.split(".")[0]
         foreign = [k for k, o in owners.items() if o != owner and word_in(k, text)]
         assert not foreign, (where, text, foreign)
         assert not [v for v in (*values, *names) if word_in(v, text)], (where, text)
-    for text in distractor_templates(HELDOUT):
+    for text in distractor_templates(say):
         assert not [k for k in owners if word_in(k, text)], text
 
 
-def test_heldout_first_person_statements_never_start_with_a_value():
-    for a in HELDOUT.attributes:
+@pytest.mark.parametrize("name", REWORDED)
+def test_reworded_first_person_statements_never_start_with_a_value(name):
+    for a in phrasing_tables(name).attributes:
         for text in (*a.state, *a.change, *a.restate):
             assert not text.startswith("{"), text
 
@@ -246,6 +262,33 @@ def test_heldout_relative_times_hand_cases(text, day, answer):
     assert resolve_relative_time(when, day) == answer == READINGS["heldout"].expected(text, day)
 
 
+@pytest.mark.parametrize(
+    ("text", "day", "answer"),
+    [
+        ("a few hours ago", date(2023, 5, 8), "8 May 2023"),
+        ("last evening", date(2023, 1, 1), "31 December 2022"),
+        ("a couple of days ago", date(2024, 3, 1), "28 February 2024"),
+        ("3 days ago", date(2024, 3, 2), "28 February 2024"),
+        ("5 days ago", date(2023, 5, 8), "3 May 2023"),
+        ("seven days ago", date(2023, 5, 8), "1 May 2023"),
+        ("Monday just gone", date(2023, 5, 8), "1 May 2023"),  # 8 May 2023 is a Monday: a week back
+        ("Sunday just gone", date(2023, 5, 8), "7 May 2023"),
+        ("Friday just gone", date(2023, 1, 1), "30 December 2022"),
+        ("the week just gone", date(2023, 5, 8), "the week before 8 May 2023"),
+    ],
+)
+def test_blind_relative_times_hand_cases(text, day, answer):
+    (when,) = [r for r in BLIND.relative_times if r.text == text]
+    assert resolve_relative_time(when, day) == answer == READINGS["blind"].expected(text, day)
+
+
+def test_blind_relative_times_are_new():
+    """No other family's reading finds a blind expression, so blind really exercises new date phrases."""
+    for when in BLIND.relative_times:
+        for family in ("standard", "tuning", "heldout"):
+            assert not READINGS[family].regex.search(when.text), (family, when.text)
+
+
 @pytest.mark.parametrize("name", REWORDED)
 def test_every_reworded_expression_is_read_and_resolved_alike(name):
     reading = READINGS[name]
@@ -277,16 +320,19 @@ def test_reworded_event_turns_resolve_to_the_date_of_their_fact(reworded):
 
 
 def test_phrasing_is_selected_by_name_and_on_the_command_line():
-    assert PHRASING_NAMES == ("standard", "tuning", "heldout")
+    assert PHRASING_NAMES == ("standard", "tuning", "heldout", "blind")
     assert phrasing_tables("standard") is STANDARD and phrasing_tables("heldout") is HELDOUT
+    assert phrasing_tables("blind") is BLIND
     assert SyntheticConfig().phrasing == "standard"
     assert load_config(None, ["data.synthetic.phrasing=heldout"]).data.synthetic.phrasing == "heldout"
+    assert load_config(None, ["data.synthetic.phrasing=blind"]).data.synthetic.phrasing == "blind"
 
 
-@pytest.mark.parametrize("name", ["held-out", "Heldout", "", "paraphrase"])
+@pytest.mark.parametrize("name", ["held-out", "Heldout", "", "paraphrase", "Blind"])
 def test_an_unknown_phrasing_fails_clearly(name):
     with pytest.raises(
-        ValueError, match=r"SyntheticConfig\.phrasing must be one of \('standard', 'tuning', 'heldout'\)"
+        ValueError,
+        match=r"SyntheticConfig\.phrasing must be one of \('standard', 'tuning', 'heldout', 'blind'\)",
     ):
         SyntheticConfig(phrasing=name)
     with pytest.raises(ValueError, match="unknown phrasing"):

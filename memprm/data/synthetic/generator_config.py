@@ -84,16 +84,19 @@ class SyntheticConfig:
     phrasing: str = "standard"
     """The family of sentences the dialogues and questions are worded in: ``standard``, which the offline roles
     (rule note writer, extractive reader) were partly written against; ``tuning``, new sentences the roles may
-    be developed against (``data.synthetic.phrasing=tuning``); or ``heldout``, sentences nobody writing the
-    roles has seen, so results on it do not flatter them (``data.synthetic.phrasing=heldout``). All three say
-    the same dialogues (plan, turn ids, facts, questions' answers and evidence)."""
+    be developed against (``data.synthetic.phrasing=tuning``); ``heldout``, sentences nobody writing the roles
+    has seen, so results on it do not flatter them (``data.synthetic.phrasing=heldout``); or ``blind``, sentences
+    written after the roles were last changed, measured once and never developed against
+    (``data.synthetic.phrasing=blind``). All four say the same dialogues (plan, turn ids, facts, questions'
+    answers and evidence)."""
 
     def __post_init__(self) -> None:
         if self.phrasing not in PHRASING_NAMES:
             raise ValueError(
                 f"SyntheticConfig.phrasing must be one of {PHRASING_NAMES} ('standard': the sentences the "
                 f"offline roles were written against; 'tuning': new sentences to develop them against; "
-                f"'heldout': new sentences kept unseen), got {self.phrasing!r}"
+                f"'heldout': new sentences kept unseen; 'blind': new sentences measured once, never developed "
+                f"against), got {self.phrasing!r}"
             )
         for f in fields(self):  # f.type is the annotation's text ("int"): annotations are postponed
             value = getattr(self, f.name)

@@ -6,16 +6,21 @@ do not flatter them. All families have tables of the same lengths, so every rand
 dialogue of another family is a line-by-line paraphrase of the standard one of the same (config, index), with
 the same plan, turn ids, fact annotations, questions' answers and evidence. Only the surface text differs.
 ``tuning``, new sentences too, is the one the roles may be developed against; ``heldout`` stays unseen.
+``blind``, new sentences again, was written after the roles were last changed: it is measured once and never
+developed against.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memprm.data.synthetic import blind_lines as bl
 from memprm.data.synthetic import heldout_lines as hl
 from memprm.data.synthetic import lines as sl
 from memprm.data.synthetic import tuning_lines as tl
 from memprm.data.synthetic.attributes import ATTRIBUTES
+from memprm.data.synthetic.blind_attributes import BLIND_ATTRIBUTES
+from memprm.data.synthetic.blind_vocabulary import BLIND_ACTIVITIES, BLIND_RELATIVE_TIMES
 from memprm.data.synthetic.heldout_attributes import HELDOUT_ATTRIBUTES
 from memprm.data.synthetic.heldout_vocabulary import HELDOUT_ACTIVITIES, HELDOUT_RELATIVE_TIMES
 from memprm.data.synthetic.tuning_attributes import TUNING_ATTRIBUTES
@@ -110,7 +115,28 @@ HELDOUT = Phrasing(
     event_ident=hl.EVENT_IDENT,
 )
 
-PHRASINGS: dict[str, Phrasing] = {p.name: p for p in (STANDARD, TUNING, HELDOUT)}
+BLIND = Phrasing(
+    name="blind",
+    attributes=BLIND_ATTRIBUTES,
+    activities=BLIND_ACTIVITIES,
+    relative_times=BLIND_RELATIVE_TIMES,
+    event_tells=bl.EVENT_TELLS,
+    comments=bl.COMMENTS,
+    greetings=bl.GREETINGS,
+    greeting_replies=bl.GREETING_REPLIES,
+    prompts=bl.PROMPTS,
+    reactions=bl.REACTIONS,
+    small_talk=bl.SMALL_TALK,
+    topical=bl.TOPICAL,
+    near_miss_replies=bl.NEAR_MISS_REPLIES,
+    third_party_replies=bl.THIRD_PARTY_REPLIES,
+    closings=bl.CLOSINGS,
+    closing_tails=bl.CLOSING_TAILS,
+    temporal_ask=bl.TEMPORAL_ASK,
+    event_ident=bl.EVENT_IDENT,
+)
+
+PHRASINGS: dict[str, Phrasing] = {p.name: p for p in (STANDARD, TUNING, HELDOUT, BLIND)}
 PHRASING_NAMES: tuple[str, ...] = tuple(PHRASINGS)
 
 
