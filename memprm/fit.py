@@ -116,10 +116,12 @@ def check_stage_one_critic(cfg: MemprmConfig) -> None:
 
 
 def check_grpo_trainable(cfg: MemprmConfig) -> None:
-    """``grpo.trainable=structural`` (or ``kinds``) with a policy that has no structural head: :class:`ConfigError` before
-    anything runs (instead of at the GRPO stage, after the critic and SFT)."""
-    if "grpo" in cfg.fit.stages and cfg.grpo.trainable != "all" and not cfg.policy.structural_head:
-        raise ConfigError(STRUCTURAL_NEEDS.format(kind=cfg.policy.kind, scorer=cfg.policy.scorer))
+    """``grpo.trainable`` or ``sft.trainable`` = ``structural`` (or ``kinds``) with a policy that has no structural
+    head: :class:`ConfigError` before anything runs (instead of at that stage, after the earlier ones)."""
+    for stage, trainable in (("grpo", cfg.grpo.trainable), ("sft", cfg.sft.trainable)):
+        if stage in cfg.fit.stages and trainable != "all" and not cfg.policy.structural_head:
+            needs = STRUCTURAL_NEEDS.format(kind=cfg.policy.kind, scorer=cfg.policy.scorer)
+            raise ConfigError(needs.replace("grpo.trainable", f"{stage}.trainable", 1))
 
 
 def finished(cfg: MemprmConfig) -> bool:

@@ -103,11 +103,12 @@ def test_fit_refuses_oracle_notes_when_called_directly(tmp_path: Path) -> None:
     assert not (tmp_path / "runs").exists()
 
 
-def test_structural_grpo_with_a_pair_scorer_fails_before_the_run_folder(tmp_path: Path, capsys) -> None:
-    # grpo.trainable=structural trains the two-tower head's text-free weights: a pair scorer has none
-    args = ["fit", "grpo.trainable=structural", "policy.scorer=pair", f"output_dir={tmp_path / 'runs'}"]
+@pytest.mark.parametrize("stage", ["grpo", "sft"])
+def test_structural_training_with_a_pair_scorer_fails_before_the_run_folder(stage, tmp_path: Path, capsys) -> None:
+    # {grpo,sft}.trainable=structural trains the two-tower head's text-free weights: a pair scorer has none
+    args = ["fit", f"{stage}.trainable=structural", "policy.scorer=pair", f"output_dir={tmp_path / 'runs'}"]
     assert main(args) == 2
     err = _one_line_error(capsys)
-    assert "grpo.trainable=structural (or kinds) needs policy.kind=scoring with policy.scorer=two_tower" in err
+    assert f"{stage}.trainable=structural (or kinds) needs policy.kind=scoring with policy.scorer=two_tower" in err
     assert "policy.scorer=pair" in err
     assert not (tmp_path / "runs").exists()

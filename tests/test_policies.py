@@ -618,7 +618,7 @@ def test_structural_subset_moves_only_the_text_free_head_weights_and_unhooks(min
             step()
     after = dict(policy.named_parameters())
     k = structural_dim()
-    assert not torch.equal(after["head.weight"][:, :k], before["head.weight"][:, :k])  # the 13 weights moved
+    assert not torch.equal(after["head.weight"][:, :k], before["head.weight"][:, :k])  # the 15 weights moved
     torch.testing.assert_close(after["head.weight"][:, k:], before["head.weight"][:, k:], rtol=0, atol=0)
     for name in trainable:
         if name != "head.weight":  # LoRA and the head's bias: exactly as before

@@ -11,6 +11,8 @@ from memprm.data.records import Turn
 from memprm.env.gates import Action, Observation
 from memprm.models.policy_config import LoraSettings
 from memprm.models.sft import SFTBatches, SFTModule, balance_weights, sft_dataloader, sft_loss
+from memprm.models.two_tower import kind_rank_dim, structural_dim
+from memprm.stages.sft_config import SFTConfig
 from memprm.stages.sft_stage import train_sft
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -172,3 +174,26 @@ def test_label_smoothing_loss_by_hand_and_it_keeps_entropy():
     assert smoothed > plain + 0.1  # ε keeps mass on the other candidates; imitation alone sharpens
     with pytest.raises(ValueError, match="label_smoothing"):
         SFTModule(policy, 0.1, label_smoothing=1.0)
+
+
+@pytest.mark.parametrize("which", ["structural", "kinds"])
+def test_sft_on_a_subset_moves_only_those_head_weights(which, tmp_path, monkeypatch):
+    """``sft.trainable``: the text-vector weights (and, for ``kinds``, the cosines) keep their values."""
+    monkeypatch.chdir(tmp_path)
+    policy = tiny_scoring_policy(seed=3, lora=LoraSettings(rank=0))  # random head: "kept" is not "zero"
+    samples, kinds = _samples(policy)
+    before = _trainable(policy)
+    losses = train_sft(policy, samples, 20, 0.1, 7, 0, weights=balance_weights(kinds, 0.5), progress=False,
+                       trainable=which)  # fmt: skip
+    after, k = _trainable(policy), structural_dim() if which == "structural" else kind_rank_dim()
+    assert not torch.equal(after["head.weight"][:, :k], before["head.weight"][:, :k])
+    assert torch.equal(after["head.weight"][:, k:], before["head.weight"][:, k:])
+    assert torch.equal(after["head.bias"], before["head.bias"]) and losses[-1] < losses[0]
+    with pytest.raises(ValueError, match="trainable=structural needs weight_decay 0"):
+        train_sft(policy, samples, 1, 0.1, 7, 0, weight_decay=0.01, progress=False, trainable="structural")
+
+
+def test_sft_config_names_a_bad_trainable():
+    assert SFTConfig().trainable == "all"
+    with pytest.raises(ValueError, match="sft.trainable must be 'all', 'structural' or 'kinds', got 'text'"):
+        SFTConfig(trainable="text")

@@ -65,6 +65,22 @@ def test_views_mirror_the_candidates_and_the_query_is_layer_free():
     assert gate_query(_obs("event")) == gate_query(_obs("profile")) and "profile" not in view.query
 
 
+def test_a_merge_of_the_turn_is_its_own_kind_and_feature():
+    """With no note, Merge carries the turn itself (kind ``merge_turn``): the heuristic teacher never takes it,
+    and a scorer must be able to tell it from merging a note, as ``write_turn`` from ``write_note``."""
+    obs = _obs("event", notes=0, neighbours=2)
+    view = gate_view(obs, gate_candidates(obs, merge_candidates=2))
+    assert [c.kind for c in view.candidates] == ["noop", "write_turn", "merge_turn", "merge_turn"]
+    assert [(c.rank, c.content, c.target) for c in view.candidates[2:]] == [
+        (j, obs.turn.render, obs.neighbours[j].text) for j in (0, 1)
+    ]
+    policy = tiny_scoring_policy(lora=FROZEN).eval()
+    feats = view_features([view, gate_view(_obs("event"), gate_candidates(_obs("event"), 1))], policy.vectors, cached=True)
+    n_kl = len(CANDIDATE_KINDS) * 2
+    # kind × layer one-hot, event = layer 0: merge_turn/event = 4 * 2, merge/event = 3 * 2
+    assert [int(torch.argmax(feats[i, :n_kl])) for i in range(len(feats))] == [0, 2, 8, 8, 0, 2, 4, 6]
+
+
 def test_log_probs_of_all_candidates_sum_to_one_and_match_the_sample():
     for lora in (FROZEN, LoraSettings(rank=4)):
         policy = tiny_scoring_policy(head_std=0.5, lora=lora).eval()

@@ -7,8 +7,9 @@ fit.stages=[critic]`` makes one). Each ``balance:steps:lr`` trains the policy's 
 :func:`memprm.stages.sft_stage.train_sft` on the teacher's samples, weighted by ``balance_weights(kinds,
 balance)``, then prints, for each teacher action kind, what the greedy policy picks at those gates, and the
 per-kind recall. With the frozen-encoder default the pooled features are computed once and shared by every
-setting, so only the head is retrained. Training gates are the teacher's own: this measures imitation (can
-the head represent the teacher's choices), not generalization. ``--on dev`` scores the trained head on the
+setting, so only the head is retrained (``--trainable``: which of its weights, as ``sft.trainable``).
+Training gates are the teacher's own: this measures imitation (can the head represent the teacher's
+choices), not generalization. ``--on dev`` scores the trained head on the
 teacher's *dev* gates instead (``teacher/dev`` of the run: dialogues SFT never saw): generalization. The
 ``same choice`` column is the share of a kind's gates where the greedy pick is the teacher's very candidate
 (for a Merge: the same target entry, not only some Merge).
@@ -44,6 +45,10 @@ def main() -> int:
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("settings", nargs="+", help="balance:steps:lr")
     ap.add_argument("--on", choices=("train", "dev"), default="train", help="score on the teacher's train or dev gates")
+    ap.add_argument(
+        "--trainable", choices=("all", "structural", "kinds"), default=None,
+        help="which head weights SFT trains (default: the config's sft.trainable)",
+    )  # fmt: skip
     ap.add_argument("--config", default=None)
     ap.add_argument("--overrides", nargs="*", default=[])
     args = ap.parse_args()
@@ -88,8 +93,9 @@ def main() -> int:
         torch.nn.init.zeros_(policy.head.bias)
         w = balance_weights(kinds, balance)
         losses = train_sft(
-            policy, samples, steps, lr, cfg.sft.batch_size, cfg.seed, weights=w, progress=False
-        )
+            policy, samples, steps, lr, cfg.sft.batch_size, cfg.seed, weights=w, progress=False,
+            trainable=args.trainable or cfg.sft.trainable,
+        )  # fmt: skip
         conf, same = Counter(), Counter()
         with torch.no_grad():
             for s, k in zip(scored, scored_kinds, strict=True):

@@ -1,4 +1,4 @@
-"""Where GRPO moved a scoring policy: dev-selection history and the change of the 13 structural weights.
+"""Where GRPO moved a scoring policy: dev-selection history and the change of the 15 structural weights.
 
     python tools/weight_shift.py runs/RUN [runs/RUN2 ...] [--at last|selected] [--json OUT]
 

@@ -6,7 +6,8 @@ In this fixed order (``memprm.models.scoring_policy`` documents how teacher acti
 1. ``Write(layer, content=turn)`` — the turn word for word (a copy of its verbatim entry);
 2. ``Write(layer, content=note_i, key=note_i.key)`` for each note of ``Observation.notes``, in order;
 3. ``Merge(entry_id=n_j, content=c)`` for each of the first ``merge_candidates`` (m) neighbours shown, best first,
-   where ``c`` is the first note, or the turn when there is none.
+   where ``c`` is the first note (kind ``merge``), or the turn when there is none (kind ``merge_turn``: as
+   ``write_turn`` is to ``write_note``, so that a scorer can tell merging a raw turn from merging a note).
 
 Each candidate carries the text the pair scorer reads for it and a :class:`CandidateView` (kind, rank,
 content, Merge target) that the two-tower scorer reads; :func:`gate_view` bundles a gate's views with its
@@ -21,14 +22,14 @@ from typing import Literal
 
 from memprm.env.gates import Action, Observation
 
-CandidateKind = Literal["noop", "write_turn", "write_note", "merge"]
-CANDIDATE_KINDS: tuple[str, ...] = ("noop", "write_turn", "write_note", "merge")
+CandidateKind = Literal["noop", "write_turn", "write_note", "merge", "merge_turn"]
+CANDIDATE_KINDS: tuple[str, ...] = ("noop", "write_turn", "write_note", "merge", "merge_turn")
 
 
 @dataclass(frozen=True)
 class CandidateView:
     kind: CandidateKind
-    #: the note's index for ``write_note``, the shown neighbour's index for ``merge``, else 0.
+    #: the note's index for ``write_note``, the shown neighbour's index for ``merge`` and ``merge_turn``, else 0.
     rank: int = 0
     #: the text written or merged ("" for Noop).
     content: str = ""
@@ -77,13 +78,16 @@ def gate_candidates(obs: Observation, merge_candidates: int) -> tuple[Candidate,
         )
         for i, n in enumerate(obs.notes)
     ]
-    content, what = (obs.notes[0].text, f"the note '{obs.notes[0].text}'") if obs.notes else (turn, "this turn")
+    if obs.notes:
+        content, what, kind = obs.notes[0].text, f"the note '{obs.notes[0].text}'", "merge"
+    else:
+        content, what, kind = turn, "this turn", "merge_turn"
     for j, n in enumerate(obs.neighbours[:merge_candidates]):
         out.append(
             Candidate(
                 Action("merge", content, entry_id=n.entry_id),
                 f"merge: {what} into shown entry {j + 1}: {n.text}",
-                CandidateView("merge", j, content, n.text),
+                CandidateView(kind, j, content, n.text),
             )
         )
     return tuple(out)

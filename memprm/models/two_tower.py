@@ -23,10 +23,10 @@ RANKS = 3  # rank one-hot: 0, 1, 2 or more
 
 
 def structural_dim() -> int:
-    """The leading features that do not depend on the texts' vectors: kind × layer, rank, two cosines (13).
+    """The leading features that do not depend on the texts' vectors: kind × layer, rank, two cosines (15).
 
     >>> structural_dim()
-    13
+    15
     """
     return len(CANDIDATE_KINDS) * len(MANAGED_LAYERS) + RANKS + 2
 
@@ -43,10 +43,10 @@ def structural_names() -> list[str]:
 
 
 def kind_rank_dim() -> int:
-    """The leading structural features without the two cosines: kind × layer and rank (11).
+    """The leading structural features without the two cosines: kind × layer and rank (13).
 
     >>> kind_rank_dim()
-    11
+    13
     """
     return len(CANDIDATE_KINDS) * len(MANAGED_LAYERS) + RANKS
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -25,11 +26,21 @@ class SFTConfig:
     #: 0 = plain imitation, which drives the policy to near-certainty (entropy ≈ 0.02 nats on dev gates,
     #: so G forks of a window rarely differ and GRPO has no contrast to learn from).
     label_smoothing: float = 0.0
+    #: which head weights SFT trains, as ``grpo.trainable``: ``all``, ``structural`` (two-tower scorer: the 15
+    #: text-free weights on kind × layer, rank and the two cosines; the text-vector weights stay at their zero
+    #: initialization) or ``kinds`` (kind × layer and rank only). The heuristic teacher's rule (merge into the
+    #: nearest shown entry at cosine ≥ ``teacher.merge_threshold``, else write the note) is a function of the
+    #: structural features, so ``structural`` can imitate it on dialogues SFT never saw, where ``all`` fits the
+    #: train dialogues' texts (experiments/README.md, "SFT that generalizes"). Needs ``policy.kind=scoring`` with
+    #: ``policy.scorer=two_tower`` unless ``all``.
+    trainable: Literal["all", "structural", "kinds"] = "all"
 
     def __post_init__(self) -> None:
         if self.steps < 0 or self.lr <= 0 or self.batch_size < 1:
             raise ValueError("sft.steps must be >= 0, sft.lr > 0 and sft.batch_size >= 1")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(f"sft.label_smoothing must be in [0, 1), got {self.label_smoothing}")
+        if self.trainable not in ("all", "structural", "kinds"):
+            raise ValueError(f"sft.trainable must be 'all', 'structural' or 'kinds', got {self.trainable!r}")
         if not 0.0 <= self.balance <= 1.0:
             raise ValueError(f"sft.balance must be in [0, 1], got {self.balance}")

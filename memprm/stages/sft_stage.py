@@ -128,7 +128,7 @@ def run_sft_stage(
     weights = balance_weights(kinds, cfg.balance)
     losses = train_sft(
         policy, samples, cfg.steps, cfg.lr, cfg.batch_size, seed, weights=weights, tb_dir=run_dir / "tb",
-        label_smoothing=cfg.label_smoothing,
+        label_smoothing=cfg.label_smoothing, trainable=cfg.trainable,
     )  # fmt: skip
     save_trainable(policy, run_dir / "policy_sft.pt")
     atomic_write_text(run_dir / "sft_losses.json", json.dumps(losses))
@@ -148,13 +148,18 @@ def train_sft(
     tb_dir: Path | None = None,
     progress: bool = True,
     label_smoothing: float = 0.0,
+    trainable: str = "all",
 ) -> list[float]:
     """``steps`` AdamW steps of SFT (:class:`memprm.models.sft.SFTModule`) on mini-batches of ``samples``
     (with their ``weights`` [N] when given) by a Lightning Trainer on the policy's device; returns each
-    step's loss. ``sft/loss`` goes to TensorBoard under ``tb_dir/sft`` (no logger when ``tb_dir`` is None)."""
+    step's loss. ``sft/loss`` goes to TensorBoard under ``tb_dir/sft`` (no logger when ``tb_dir`` is None).
+    Only the ``trainable`` part of the policy changes (``sft.trainable``; :func:`trainable_subset`)."""
     from memprm.logs import progress_bars_enabled
+    from memprm.models.policies import trainable_subset
     from memprm.models.sft import SFTModule, sft_dataloader
 
+    if trainable != "all" and weight_decay > 0:
+        raise ValueError(f"SFT: trainable={trainable} needs weight_decay 0 (AdamW would decay the frozen weights)")
     loader = sft_dataloader(samples, batch_size, steps, seed, weights)
     module = SFTModule(policy, lr, weight_decay, label_smoothing)
     device = next(policy.parameters()).device
@@ -174,7 +179,8 @@ def train_sft(
     with warnings.catch_warnings():  # one process, no loader workers, and the policy in eval mode: on purpose
         warnings.filterwarnings("ignore", message=".*does not have many workers")
         warnings.filterwarnings("ignore", message=r".*module\(s\) in eval mode")
-        trainer.fit(module, loader)
+        with trainable_subset(policy, trainable):
+            trainer.fit(module, loader)
     policy.to(device)  # Lightning's teardown moves the module to the CPU
     if len(module.losses) != steps:
         raise RuntimeError(f"SFT: {len(module.losses)} of {steps} steps were taken")
