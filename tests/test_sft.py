@@ -194,6 +194,6 @@ def test_sft_on_a_subset_moves_only_those_head_weights(which, tmp_path, monkeypa
 
 
 def test_sft_config_names_a_bad_trainable():
-    assert SFTConfig().trainable == "all"
+    assert SFTConfig().trainable == "structural"  # the embedded default (two-tower scorer)
     with pytest.raises(ValueError, match="sft.trainable must be 'all', 'structural' or 'kinds', got 'text'"):
         SFTConfig(trainable="text")
