@@ -120,8 +120,9 @@ def check_grpo_trainable(cfg: MemprmConfig) -> None:
     head: :class:`ConfigError` before anything runs (instead of at that stage, after the earlier ones)."""
     for stage, trainable in (("grpo", cfg.grpo.trainable), ("sft", cfg.sft.trainable)):
         if stage in cfg.fit.stages and trainable != "all" and not cfg.policy.structural_head:
-            needs = STRUCTURAL_NEEDS.format(kind=cfg.policy.kind, scorer=cfg.policy.scorer)
-            raise ConfigError(needs.replace("grpo.trainable", f"{stage}.trainable", 1))
+            raise ConfigError(
+                STRUCTURAL_NEEDS.format(setting=f"{stage}.trainable", kind=cfg.policy.kind, scorer=cfg.policy.scorer)
+            )
 
 
 def finished(cfg: MemprmConfig) -> bool:

@@ -44,8 +44,11 @@ def sampling_temperature(policy: ScoringPolicy | CausalPolicy, temperature: floa
 
 
 @contextmanager
-def trainable_subset(policy: ScoringPolicy | CausalPolicy, which: str) -> Iterator[None]:
-    """Within the block, gradients reach only the part of the policy ``which`` names (``grpo.trainable``).
+def trainable_subset(
+    policy: ScoringPolicy | CausalPolicy, which: str, setting: str = "grpo.trainable"
+) -> Iterator[None]:
+    """Within the block, gradients reach only the part of the policy ``which`` names (the config ``setting``:
+    ``grpo.trainable`` or ``sft.trainable``, named in the error when the policy has no structural head).
 
     ``all`` changes nothing. ``structural`` (two-tower scoring policy only) zeroes, by gradient hooks, every
     gradient but those of the head's first :func:`~memprm.models.two_tower.structural_dim` weights (kind ×
@@ -59,7 +62,7 @@ def trainable_subset(policy: ScoringPolicy | CausalPolicy, which: str) -> Iterat
         yield
         return
     if not policy.cfg.structural_head:
-        raise ValueError(STRUCTURAL_NEEDS.format(kind=policy.cfg.kind, scorer=policy.cfg.scorer))
+        raise ValueError(STRUCTURAL_NEEDS.format(setting=setting, kind=policy.cfg.kind, scorer=policy.cfg.scorer))
     handles = []
     for name, param in policy.named_parameters():
         if not param.requires_grad:

@@ -21,7 +21,7 @@ from typing import Literal
 _DEFAULT_TARGETS = {"scoring": ("query", "value"), "causal": ("q_proj", "v_proj")}
 DTYPES = ("float32", "bfloat16", "float16")
 STRUCTURAL_NEEDS = (
-    "grpo.trainable=structural (or kinds) needs policy.kind=scoring with policy.scorer=two_tower (the structural features "
+    "{setting}=structural (or kinds) needs policy.kind=scoring with policy.scorer=two_tower (the structural features "
     "are the two-tower head's), got policy.kind={kind}, policy.scorer={scorer}"
 )
 

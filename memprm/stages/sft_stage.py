@@ -179,7 +179,7 @@ def train_sft(
     with warnings.catch_warnings():  # one process, no loader workers, and the policy in eval mode: on purpose
         warnings.filterwarnings("ignore", message=".*does not have many workers")
         warnings.filterwarnings("ignore", message=r".*module\(s\) in eval mode")
-        with trainable_subset(policy, trainable):
+        with trainable_subset(policy, trainable, setting="sft.trainable"):
             trainer.fit(module, loader)
     policy.to(device)  # Lightning's teardown moves the module to the CPU
     if len(module.losses) != steps:

@@ -12,7 +12,8 @@ developed against.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from types import ModuleType
 
 from memprm.data.synthetic import blind_lines as bl
 from memprm.data.synthetic import heldout_lines as hl
@@ -52,89 +53,20 @@ class Phrasing:
     event_ident: str  # multi-hop subject naming an event's owner ({past}: the third-person phrase)
 
 
-STANDARD = Phrasing(
-    name="standard",
-    attributes=ATTRIBUTES,
-    activities=ACTIVITIES,
-    relative_times=RELATIVE_TIMES,
-    event_tells=sl.EVENT_TELLS,
-    comments=sl.COMMENTS,
-    greetings=sl.GREETINGS,
-    greeting_replies=sl.GREETING_REPLIES,
-    prompts=sl.PROMPTS,
-    reactions=sl.REACTIONS,
-    small_talk=sl.SMALL_TALK,
-    topical=sl.TOPICAL,
-    near_miss_replies=sl.NEAR_MISS_REPLIES,
-    third_party_replies=sl.THIRD_PARTY_REPLIES,
-    closings=sl.CLOSINGS,
-    closing_tails=sl.CLOSING_TAILS,
-    temporal_ask=sl.TEMPORAL_ASK,
-    event_ident=sl.EVENT_IDENT,
-)
+#: the fields a family's lines module holds, each under its upper-case name (``event_tells`` -> ``EVENT_TELLS``)
+LINE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Phrasing))[4:]
 
-TUNING = Phrasing(
-    name="tuning",
-    attributes=TUNING_ATTRIBUTES,
-    activities=TUNING_ACTIVITIES,
-    relative_times=TUNING_RELATIVE_TIMES,
-    event_tells=tl.EVENT_TELLS,
-    comments=tl.COMMENTS,
-    greetings=tl.GREETINGS,
-    greeting_replies=tl.GREETING_REPLIES,
-    prompts=tl.PROMPTS,
-    reactions=tl.REACTIONS,
-    small_talk=tl.SMALL_TALK,
-    topical=tl.TOPICAL,
-    near_miss_replies=tl.NEAR_MISS_REPLIES,
-    third_party_replies=tl.THIRD_PARTY_REPLIES,
-    closings=tl.CLOSINGS,
-    closing_tails=tl.CLOSING_TAILS,
-    temporal_ask=tl.TEMPORAL_ASK,
-    event_ident=tl.EVENT_IDENT,
-)
 
-HELDOUT = Phrasing(
-    name="heldout",
-    attributes=HELDOUT_ATTRIBUTES,
-    activities=HELDOUT_ACTIVITIES,
-    relative_times=HELDOUT_RELATIVE_TIMES,
-    event_tells=hl.EVENT_TELLS,
-    comments=hl.COMMENTS,
-    greetings=hl.GREETINGS,
-    greeting_replies=hl.GREETING_REPLIES,
-    prompts=hl.PROMPTS,
-    reactions=hl.REACTIONS,
-    small_talk=hl.SMALL_TALK,
-    topical=hl.TOPICAL,
-    near_miss_replies=hl.NEAR_MISS_REPLIES,
-    third_party_replies=hl.THIRD_PARTY_REPLIES,
-    closings=hl.CLOSINGS,
-    closing_tails=hl.CLOSING_TAILS,
-    temporal_ask=hl.TEMPORAL_ASK,
-    event_ident=hl.EVENT_IDENT,
-)
+def family(name: str, attributes, activities, relative_times, lines: ModuleType) -> Phrasing:
+    """The family ``name``: its vocabulary tables, and every line table of :data:`LINE_FIELDS` from ``lines``."""
+    tables = {f: getattr(lines, f.upper()) for f in LINE_FIELDS}
+    return Phrasing(name, attributes, activities, relative_times, **tables)
 
-BLIND = Phrasing(
-    name="blind",
-    attributes=BLIND_ATTRIBUTES,
-    activities=BLIND_ACTIVITIES,
-    relative_times=BLIND_RELATIVE_TIMES,
-    event_tells=bl.EVENT_TELLS,
-    comments=bl.COMMENTS,
-    greetings=bl.GREETINGS,
-    greeting_replies=bl.GREETING_REPLIES,
-    prompts=bl.PROMPTS,
-    reactions=bl.REACTIONS,
-    small_talk=bl.SMALL_TALK,
-    topical=bl.TOPICAL,
-    near_miss_replies=bl.NEAR_MISS_REPLIES,
-    third_party_replies=bl.THIRD_PARTY_REPLIES,
-    closings=bl.CLOSINGS,
-    closing_tails=bl.CLOSING_TAILS,
-    temporal_ask=bl.TEMPORAL_ASK,
-    event_ident=bl.EVENT_IDENT,
-)
+
+STANDARD = family("standard", ATTRIBUTES, ACTIVITIES, RELATIVE_TIMES, sl)
+TUNING = family("tuning", TUNING_ATTRIBUTES, TUNING_ACTIVITIES, TUNING_RELATIVE_TIMES, tl)
+HELDOUT = family("heldout", HELDOUT_ATTRIBUTES, HELDOUT_ACTIVITIES, HELDOUT_RELATIVE_TIMES, hl)
+BLIND = family("blind", BLIND_ATTRIBUTES, BLIND_ACTIVITIES, BLIND_RELATIVE_TIMES, bl)
 
 PHRASINGS: dict[str, Phrasing] = {p.name: p for p in (STANDARD, TUNING, HELDOUT, BLIND)}
 PHRASING_NAMES: tuple[str, ...] = tuple(PHRASINGS)
