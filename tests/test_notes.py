@@ -277,7 +277,8 @@ def test_policy_gap_tool_writes_its_table_and_json(tmp_path, capsys, per_manager
     flags = ["--per-manager-calibration", "reader.time_order=true"] if per_manager else []
     assert load_tool("policy_gap").main(["--json", str(out), *flags, *tiny]) == 0
     got = json.loads(out.read_text())
-    names = {"Noop-only", "Write-all (raw turns)", "heuristic teacher", "oracle (annotations)"}
+    names = {"Noop-only", "Write-all (raw turns)", "heuristic teacher", "oracle (annotations)",
+             "gold decisions (real notes)"}
     assert names | {f"random (seed {s})" for s in range(3)} == set(got["managers"])
     noop = got["managers"]["Noop-only"]
     assert noop["entries"] == 0 and noop["tested"] == 0 and noop["n_questions"] > 0
@@ -354,3 +355,56 @@ def test_oracle_manager_reads_annotations_from_its_dialogues_not_the_observation
     assert acted == annotated & {o.turn.id for o in observations}  # every gated annotated turn, nothing else
     with pytest.raises(ValueError, match="not in the dialogues it was given"):
         OracleManager([])(observations[0])
+
+
+def test_gold_decision_manager_decides_by_annotation_and_writes_the_note_writers_content():
+    """Noop without an annotated fact for the layer (even with a note on offer); the note (or, without one, the
+    turn) written; a later value of the same person's attribute merged into the shown entry holding an earlier
+    one, and written when that entry is not among the first m shown."""
+    from memprm.credit.tiers import Neighbour
+    from memprm.data.records import Dialogue, Session
+    from memprm.env.gates import Observation
+    from memprm.env.managers import GoldDecisionManager
+
+    ts = "2023-05-08T14:00:00"
+    nurse = Turn("D1:1", "Ana", "I work as a nurse.", 1, facts=(Fact("Ana is a nurse.", "D1:1", "Ana", "job", "nurse"),))
+    chat = Turn("D1:2", "Ana", "Lovely weather we are having today.", 1)
+    teacher = Turn("D1:3", "Ana", "I switched jobs and teach now.", 1,
+                   facts=(Fact("Ana is a teacher.", "D1:3", "Ana", "job", "teacher"),))  # fmt: skip
+    d = Dialogue("D1", ("Ana",), (Session(1, None, (nurse, chat, teacher)),))
+    gold = GoldDecisionManager([d], merge_candidates=2)
+    note = Note("profile", "Ana/job", "Ana's job: nurse")
+    obs = lambda turn, layer, notes=(), shown=(): Observation("D1", 1, turn, ts, layer, (), shown, notes)  # noqa: E731
+
+    a = gold(obs(nurse, "profile", (note,)))
+    assert (a.kind, a.content, a.key) == ("write", "Ana's job: nurse", "Ana/job")
+    assert gold(obs(nurse, "event", (Note("event", "", "Ana works as a nurse"),))).kind == "noop"  # no event fact
+    assert gold(obs(chat, "profile", (Note("profile", "Ana/mood", "Ana's mood: fine"),))).kind == "noop"
+    other = Neighbour("e2", "profile", "(2023-05-08) Bo's job: pilot")
+    held = Neighbour("e1", "profile", "(2023-05-08) Ana's job: nurse")
+    a = gold(obs(teacher, "profile", (), (other, held)))  # no note: the turn, into the entry with the old value
+    assert (a.kind, a.content, a.entry_id) == ("merge", teacher.render, "e1")
+    a = gold(obs(teacher, "profile", (), (other, other, held)))  # the held entry is third: not a candidate (m = 2)
+    assert (a.kind, a.content) == ("write", teacher.render)
+    with pytest.raises(ValueError, match="not in its dialogues"):
+        GoldDecisionManager([])(obs(nurse, "profile"))
+
+
+def test_gold_decision_manager_with_both_rules_of_the_teacher_is_the_teacher(annotated_play):
+    """store=notes, merge=cosine takes every decision by the heuristic teacher's rule: the same actions at every
+    gate the environment built; store=gold acts exactly on the annotated turns."""
+    from memprm.config import load_config
+    from memprm.env.managers import GoldDecisionManager
+    from memprm.env.stack import build_stack
+
+    d, seen = annotated_play
+    stack = build_stack(load_config(None, ["embedder.kind=hashing", "embedder.dim=64"]))
+    as_teacher = GoldDecisionManager([d], store="notes", merge="cosine", embedder=stack.embedder)
+    observations = seen["rules"]
+    assert [as_teacher(o) for o in observations] == [stack.teacher(o) for o in observations]
+    assert any(stack.teacher(o).kind != "noop" for o in observations)
+    gold = GoldDecisionManager([d], store="gold", merge="cosine", embedder=stack.embedder)
+    acted = {o.turn.id for o in observations if gold(o).kind != "noop"}
+    assert acted == {t.id for t in d.turns() if t.facts} & {o.turn.id for o in observations}
+    with pytest.raises(ValueError, match="needs the embedder"):
+        GoldDecisionManager([d], merge="cosine")

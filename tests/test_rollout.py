@@ -340,7 +340,8 @@ def test_reward_alignment_tool_reports_signal_beside_test_accuracy(tmp_path, cap
     assert tool.main(["--json", str(out), "--group", "3", *tiny]) == 0
     got = json.loads(out.read_text())
     assert got["quiz"] == "cumulative" and got["shaping"] == "none"
-    names = {"Noop-only", "Write-all (raw turns)", "heuristic teacher", "oracle (annotations)"}
+    names = {"Noop-only", "Write-all (raw turns)", "heuristic teacher", "oracle (annotations)",
+             "gold decisions (real notes)"}
     assert names | {f"random (seed {s})" for s in range(3)} == set(got["managers"])
     for name, row in got["managers"].items():
         assert row["return"] == pytest.approx(row["R"] + row["credit"] - row["miss"]), name

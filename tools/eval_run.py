@@ -15,7 +15,10 @@ clustered by dialogue and paired tests against the run's own SFT policy:
 ``--shift "merge/event=-4,merge/profile=-4"`` (repeatable) adds a row of the SFT policy with those of the head's
 15 text-free weights (:func:`memprm.models.two_tower.structural_names`) moved by the given amounts: what a
 direction in that space is worth, the ceiling a ``grpo.trainable=kinds`` run can reach along it. ``--teacher``
-adds the heuristic teacher (the manager SFT imitates) on the same dialogues.
+adds the heuristic teacher (the manager SFT imitates) on the same dialogues; ``--oracles`` the annotation oracle
+(gold notes) and the gold-decision manager (:class:`~memprm.env.managers.GoldDecisionManager`: the annotations
+decide, the note writer's notes are written; the ceiling of a policy over the same notes), then with one of
+its two decisions (whether to store, where to merge) taken by the teacher's rule instead.
 
 Each run is read with its own ``config.yaml`` and reader calibration; synthetic runs only. Printed: one
 table row per (run, policy) with accuracy, 95% interval, per category, entries, versions per entry and,
@@ -109,11 +112,12 @@ def evaluate_run(
     on_row=None,
     shifts: list[str] = (),
     teacher: bool = False,
+    oracles: bool = False,
 ) -> list[dict]:
     """Rows for one run: each policy of ``policies``, then SFT moved by each of ``shifts``, then (``teacher``)
-    the heuristic teacher, played on the run's ``fresh`` fresh dialogues; ``on_row(row)`` is called as each
-    one is done."""
-    from memprm.env.managers import as_gate_policy
+    the heuristic teacher, then (``oracles``) the two annotation managers, played on the run's ``fresh`` fresh
+    dialogues; ``on_row(row)`` is called as each one is done."""
+    from memprm.env.managers import GoldDecisionManager, OracleManager, as_gate_policy
     from memprm.models.policies import build_policy
 
     if not (run / "config.yaml").is_file():
@@ -132,10 +136,16 @@ def evaluate_run(
         sft = policy_state(run, "sft")
         wanted += [(f"sft+[{spec}]", shifted(sft, parse_shift(spec))) for spec in shifts]
     if teacher:
-        wanted.append(("heuristic teacher", None))
+        wanted.append(("heuristic teacher", stack.teacher))
+    if oracles:
+        wanted.append(("oracle (annotations)", OracleManager(dialogues)))
+        for store, merge in (("gold", "gold"), ("gold", "cosine"), ("notes", "gold")):
+            manager = GoldDecisionManager(dialogues, cfg.policy.merge_candidates, store=store, merge=merge,
+                                          embedder=stack.embedder, merge_threshold=cfg.teacher.merge_threshold)
+            wanted.append((f"gold decisions: store={store}, merge={merge}", manager))
     for which, state in wanted:
-        if state is None:
-            policy = as_gate_policy(stack.teacher)
+        if callable(state):  # a fixed manager
+            policy = as_gate_policy(state)
         else:
             policy = build_policy(cfg.policy).eval()
             load_trainable_state(policy, state, where=f"{run} {which}")
@@ -180,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policies", default="sft,last,selected", help="comma-separated: sft, last, selected")
     ap.add_argument("--shift", action="append", default=[], help='SFT with head weights moved: "merge/event=-4,..."')
     ap.add_argument("--teacher", action="store_true", help="also the heuristic teacher (the imitated manager)")
+    ap.add_argument("--oracles", action="store_true", help="also the annotation oracle and the gold-decision manager")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
     ap.add_argument("--set", dest="overrides", nargs="*", default=[], help="dotted config overrides for every run")
     args = ap.parse_args(argv)
@@ -202,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
             args.json.write_text(json.dumps(rows, indent=1) + "\n")
 
     for run in args.runs:
-        evaluate_run(run, args.fresh, policies, args.overrides, on_row=keep, shifts=args.shift, teacher=args.teacher)
+        evaluate_run(run, args.fresh, policies, args.overrides, on_row=keep, shifts=args.shift, teacher=args.teacher,
+                     oracles=args.oracles)
     print(markdown(rows))
     return 0
 

@@ -10,6 +10,10 @@ Each is a :data:`~memprm.env.memory_env.Manager` (``Observation -> Action``):
   a profile note merged into the shown entry that holds the same speaker's same attribute, else written;
   analysis only: observations carry no annotations, so it is given the dialogues and reads each gate's turn
   there;
+- :class:`GoldDecisionManager` — the annotations decide, the note writer writes: Noop where the turn holds
+  no annotated fact for the gate's layer, else the note writer's note (or the turn, when it gave none)
+  merged into the shown entry holding the same speaker's same attribute, or written; the best the scoring
+  policy's action space does with the notes on offer (analysis only, as the oracle);
 - :class:`NoisyManager` — another manager whose action is replaced, with probability ``epsilon``, by a uniform
   draw from the gate's candidates (the forks of a group differ the way sampled rollouts do). It has the
   ``act`` method of a gate policy, so :class:`~memprm.rollout.runner.GroupRunner` can roll it out.
@@ -70,6 +74,70 @@ class OracleManager:
         return Action("write", note.text, note.key)
 
 
+class GoldDecisionManager:
+    """Decisions from the fact annotations, content from the environment's note writer (module docstring).
+
+    Two decisions, each taken from the annotations (``"gold"``) or by the heuristic teacher's rule:
+
+    - ``store``: whether the gate acts. ``gold``: when the turn has an annotated fact for the gate's layer
+      (:class:`OracleNoteWriter`'s notes); ``notes``: when the note writer gave the gate a note (the teacher).
+      The content is ``obs.notes[0]`` or, without a note, the turn (``write_turn`` / ``merge_turn``).
+    - ``merge``: where it goes. ``gold``: a profile fact into the first of the ``merge_candidates`` shown
+      entries holding content this manager stored under the same speaker's same attribute in the same
+      dialogue (it remembers contents by text, so it plays one bank per dialogue at a time: greedy
+      evaluation, not forks); ``cosine``: into the first shown entry when its cosine with the content is at
+      least ``merge_threshold`` (the teacher). Anything else is written.
+
+    With ``store="notes", merge="cosine"`` it is the heuristic teacher (``tests/test_notes.py``)."""
+
+    def __init__(
+        self,
+        dialogues: Iterable[Dialogue],
+        merge_candidates: int = 3,
+        *,
+        store: str = "gold",
+        merge: str = "gold",
+        embedder=None,
+        merge_threshold: float = 0.6,
+    ):
+        if store not in ("gold", "notes") or merge not in ("gold", "cosine"):
+            raise ValueError(f"gold decisions: store must be gold|notes, merge gold|cosine; got {store!r}, {merge!r}")
+        if merge == "cosine" and embedder is None:
+            raise ValueError("gold decisions: merge='cosine' needs the embedder")
+        self.gold = CachedNotes(OracleNoteWriter())
+        self.turns = {(d.id, t.id): t for d in dialogues for t in d.turns()}
+        self.m, self.store, self.merge = merge_candidates, store, merge
+        self.embedder, self.threshold = embedder, merge_threshold
+        self.stored: dict[tuple[str, str], list[str]] = {}  # (dialogue, "Ana's job") -> contents stored
+
+    def __call__(self, obs: Observation) -> Action:
+        turn = self.turns.get((obs.dialogue_id, obs.turn.id))
+        if turn is None:
+            raise ValueError(f"gold decisions: turn {obs.dialogue_id}/{obs.turn.id} is not in its dialogues")
+        gold = notes_for(self.gold, turn, obs.timestamp, obs.layer)
+        if not (gold if self.store == "gold" else obs.notes):
+            return Action.noop()
+        note = obs.notes[0] if obs.notes else None
+        content, key = (note.text, note.key) if note else (obs.turn.render, "")
+        target = self._target(obs, content, gold[0] if gold else None)
+        if target is not None:
+            return Action("merge", content, entry_id=target.entry_id)
+        return Action("write", content, key)
+
+    def _target(self, obs: Observation, content: str, gold):
+        if self.merge == "cosine":
+            if not obs.neighbours:
+                return None
+            vecs = self.embedder.embed([content, obs.neighbours[0].text])  # [2, dim]
+            return obs.neighbours[0] if float(vecs[0] @ vecs[1]) >= self.threshold else None
+        if gold is None or gold.layer != "profile":
+            return None
+        stored = self.stored.setdefault((obs.dialogue_id, gold.text.split(":")[0]), [])
+        target = next((n for n in obs.neighbours[: self.m] if any(c in n.text for c in stored)), None)
+        stored.append(content)
+        return target
+
+
 class NoisyManager:
     def __init__(self, manager, epsilon: float, seed: int, merge_candidates: int = 3):
         self.manager, self.epsilon = manager, epsilon
@@ -102,12 +170,15 @@ def fixed_managers(
     teacher, merge_candidates: int, oracle_dialogues: Iterable[Dialogue] | None = None
 ) -> dict:
     """The analysis tools' line-up by name: Noop-only, Write-all, random (seeds 0–2), the heuristic ``teacher``
-    and, given ``oracle_dialogues`` (the dialogues it will play), the annotation oracle over them."""
+    and, given ``oracle_dialogues`` (the dialogues it will play), the annotation oracle and the gold-decision
+    manager over them."""
     managers = {"Noop-only": noop_manager, "Write-all (raw turns)": write_all_manager}
     managers |= {f"random (seed {s})": RandomManager(s, merge_candidates) for s in range(3)}
     managers["heuristic teacher"] = teacher
     if oracle_dialogues is not None:
+        oracle_dialogues = list(oracle_dialogues)
         managers["oracle (annotations)"] = OracleManager(oracle_dialogues)
+        managers["gold decisions (real notes)"] = GoldDecisionManager(oracle_dialogues, merge_candidates)
     return managers
 
 
