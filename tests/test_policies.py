@@ -653,5 +653,5 @@ def test_kinds_subset_moves_the_kind_and_rank_weights_and_keeps_the_cosines(mini
     k, s = kind_rank_dim(), structural_dim()
     after = policy.head.weight.detach()
     assert not torch.equal(after[:, :k], before[:, :k])  # kind × layer and rank moved
-    torch.testing.assert_close(after[:, k:], before[:, k:], rtol=0, atol=0)  # cosines and text weights kept
-    assert s - k == 2
+    torch.testing.assert_close(after[:, k:], before[:, k:], rtol=0, atol=0)  # cosines, key match, text weights kept
+    assert s - k == 3  # the two cosines and the key match

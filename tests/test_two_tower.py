@@ -29,7 +29,7 @@ def _obs(
     layer="profile", notes=1, neighbours=2, turn="I started a new job as a nurse last week", ctx=("Bo: hi",)
 ):
     ns = tuple(
-        Neighbour(f"e{i}", layer, f"Ana's job: doctor (as of {i + 1} Mar 2023) v{i}")
+        Neighbour(f"e{i}", layer, f"Ana's job: doctor (as of {i + 1} Mar 2023) v{i}", "Ana/job" if i == 0 else "")
         for i in range(neighbours)
     )
     nt = tuple(Note(layer, "Ana/job", f"Ana's job: nurse (as of 8 May 2023) #{i}") for i in range(notes))
@@ -157,8 +157,19 @@ def test_features_by_hand_for_one_gate():
     assert torch.allclose(feats[3, cos + 1], note @ target) and torch.allclose(feats[2, cos], note @ query)
     assert float(feats[2, cos + 1]) == 0.0  # a Write has no target
     assert torch.count_nonzero(feats[0, cos:]) == 0  # Noop writes nothing: every content feature is zero
-    assert torch.allclose(feats[3, cos + 2 : cos + 2 + h], note * h**0.5)
-    assert torch.allclose(feats[3, cos + 2 + 2 * h :], note * target * h)
+    assert feats[:, cos + 2].tolist() == [0.0, 0.0, 0.0, 1.0]  # the Merge's note has its target's key
+    assert torch.allclose(feats[3, cos + 3 : cos + 3 + h], note * h**0.5)
+    assert torch.allclose(feats[3, cos + 3 + 2 * h :], note * target * h)
+
+
+def test_same_key_marks_only_a_note_merged_into_an_entry_of_its_key():
+    obs = _obs("profile", notes=1, neighbours=2)  # e0 keyed Ana/job (the note's key), e1 unkeyed
+    views = [c.view for c in gate_candidates(obs, 3)]
+    assert [(v.kind, v.same_key) for v in views] == [
+        ("noop", False), ("write_turn", False), ("write_note", False), ("merge", True), ("merge", False)
+    ]
+    turn_only = _obs("profile", notes=0, neighbours=1)  # merging the raw turn: no note, no key
+    assert [v.same_key for v in (c.view for c in gate_candidates(turn_only, 3))] == [False] * 3
 
 
 def test_truncation_is_counted_per_distinct_text_when_a_sample_is_made():

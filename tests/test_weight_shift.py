@@ -27,10 +27,11 @@ def _run(tmp_path, *, sft_row, grpo_row, history):
 def test_shift_names_values_and_tables(tmp_path, capsys):
     ws = load_tool("weight_shift")
     names = ws.structural_names()
-    assert len(names) == 15 and names[:2] == ["noop/event", "noop/profile"] and names[6] == "merge/event"
-    assert names[8:] == ["merge_turn/event", "merge_turn/profile", "rank 0", "rank 1", "rank 2+", "cos(c,q)", "cos(c,t)"]
-    sft = torch.zeros(15)
-    grpo = torch.zeros(15)
+    assert len(names) == 16 and names[:2] == ["noop/event", "noop/profile"] and names[6] == "merge/event"
+    assert names[8:] == ["merge_turn/event", "merge_turn/profile", "rank 0", "rank 1", "rank 2+", "cos(c,q)", "cos(c,t)",
+                         "same key"]
+    sft = torch.zeros(16)
+    grpo = torch.zeros(16)
     grpo[6], grpo[0] = -1.5, 0.25  # Merge on events down, Noop on events up
     hist = [{"step": 0, "accuracy": 0.63, "rollouts": 0}, {"step": 12, "accuracy": 0.5556, "rollouts": 192}]
     run = _run(tmp_path, sft_row=sft, grpo_row=grpo, history=hist)
@@ -49,10 +50,10 @@ def test_shift_names_values_and_tables(tmp_path, capsys):
 
 def test_errors_name_the_file(tmp_path):
     ws = load_tool("weight_shift")
-    run = _run(tmp_path, sft_row=torch.zeros(15), grpo_row=torch.zeros(15), history=[])
+    run = _run(tmp_path, sft_row=torch.zeros(16), grpo_row=torch.zeros(16), history=[])
     (run / "grpo" / "checkpoints" / "last.ckpt").unlink()
     with pytest.raises(SystemExit, match="last.ckpt does not exist"):
         ws.run_shift(run)
-    torch.save({"other.weight": torch.zeros(1, 15)}, run / "policy_sft.pt")
+    torch.save({"other.weight": torch.zeros(1, 16)}, run / "policy_sft.pt")
     with pytest.raises(SystemExit, match="policy_sft.pt: expected one 'head.weight'"):
         ws.run_shift(run, "selected")

@@ -139,7 +139,7 @@ def evaluate_run(
         wanted.append(("heuristic teacher", stack.teacher))
     if oracles:
         wanted.append(("oracle (annotations)", OracleManager(dialogues)))
-        for store, merge in (("gold", "gold"), ("gold", "cosine"), ("notes", "gold")):
+        for store, merge in (("gold", "gold"), ("gold", "cosine"), ("notes", "gold"), ("notes", "key")):
             manager = GoldDecisionManager(dialogues, cfg.policy.merge_candidates, store=store, merge=merge,
                                           embedder=stack.embedder, merge_threshold=cfg.teacher.merge_threshold)
             wanted.append((f"gold decisions: store={store}, merge={merge}", manager))

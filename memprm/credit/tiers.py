@@ -89,6 +89,8 @@ class Neighbour:
     entry_id: str
     layer: str
     text: str
+    #: the entry's key (what its Write was keyed by: a profile note's "<person>/<attribute>"; "" for none).
+    key: str = ""
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,9 @@ class CandidateView:
     content: str = ""
     #: the Merge target's text as shown at the gate ("" for the other kinds).
     target: str = ""
+    #: a ``merge`` whose note's key is the target entry's key (both non-empty: the same person's same
+    #: attribute, as the note writer keyed it); False for every other candidate.
+    same_key: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,14 +83,15 @@ def gate_candidates(obs: Observation, merge_candidates: int) -> tuple[Candidate,
     ]
     if obs.notes:
         content, what, kind = obs.notes[0].text, f"the note '{obs.notes[0].text}'", "merge"
+        key = obs.notes[0].key
     else:
-        content, what, kind = turn, "this turn", "merge_turn"
+        content, what, kind, key = turn, "this turn", "merge_turn", ""
     for j, n in enumerate(obs.neighbours[:merge_candidates]):
         out.append(
             Candidate(
                 Action("merge", content, entry_id=n.entry_id),
                 f"merge: {what} into shown entry {j + 1}: {n.text}",
-                CandidateView(kind, j, content, n.text),
+                CandidateView(kind, j, content, n.text, same_key=bool(key) and key == n.key),
             )
         )
     return tuple(out)

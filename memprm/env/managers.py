@@ -86,7 +86,9 @@ class GoldDecisionManager:
       entries holding content this manager stored under the same speaker's same attribute in the same
       dialogue (it remembers contents by text, so it plays one bank per dialogue at a time: greedy
       evaluation, not forks); ``cosine``: into the first shown entry when its cosine with the content is at
-      least ``merge_threshold`` (the teacher). Anything else is written.
+      least ``merge_threshold`` (the teacher); ``key``: into the first of the ``merge_candidates`` shown entries
+      whose key is the note's (non-empty) key — a rule over the notes' keys, no annotation. Anything else is
+      written.
 
     With ``store="notes", merge="cosine"`` it is the heuristic teacher (``tests/test_notes.py``)."""
 
@@ -100,8 +102,10 @@ class GoldDecisionManager:
         embedder=None,
         merge_threshold: float = 0.6,
     ):
-        if store not in ("gold", "notes") or merge not in ("gold", "cosine"):
-            raise ValueError(f"gold decisions: store must be gold|notes, merge gold|cosine; got {store!r}, {merge!r}")
+        if store not in ("gold", "notes") or merge not in ("gold", "cosine", "key"):
+            raise ValueError(
+                f"gold decisions: store must be gold|notes, merge gold|cosine|key; got {store!r}, {merge!r}"
+            )
         if merge == "cosine" and embedder is None:
             raise ValueError("gold decisions: merge='cosine' needs the embedder")
         self.gold = CachedNotes(OracleNoteWriter())
@@ -119,12 +123,14 @@ class GoldDecisionManager:
             return Action.noop()
         note = obs.notes[0] if obs.notes else None
         content, key = (note.text, note.key) if note else (obs.turn.render, "")
-        target = self._target(obs, content, gold[0] if gold else None)
+        target = self._target(obs, content, key, gold[0] if gold else None)
         if target is not None:
             return Action("merge", content, entry_id=target.entry_id)
         return Action("write", content, key)
 
-    def _target(self, obs: Observation, content: str, gold):
+    def _target(self, obs: Observation, content: str, key: str, gold):
+        if self.merge == "key":
+            return next((n for n in obs.neighbours[: self.m] if key and n.key == key), None)
         if self.merge == "cosine":
             if not obs.neighbours:
                 return None

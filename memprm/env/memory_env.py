@@ -85,7 +85,7 @@ class MemoryEnv:
             if self.cfg.neighbours
             else ()
         )
-        neighbours = tuple(Neighbour(h.entry.id, h.layer, render_chain(h.entry)) for h in hits)
+        neighbours = tuple(Neighbour(h.entry.id, h.layer, render_chain(h.entry), h.entry.key) for h in hits)
         ts = session_timestamp(session)
         notes = notes_for(self.notes, turn, ts, layer)
         return Observation(dialogue.id, session.index, turn, ts, layer, context, neighbours, notes)

@@ -28,13 +28,13 @@ class GRPOConfig:
     #: AdamW decoupled weight decay.
     weight_decay: float = 0.0
     #: what GRPO may change: ``all`` (every trainable parameter) or ``structural`` (scoring policy with the
-    #: two-tower scorer only: the head's 15 weights on kind × layer, rank and the two cosines; every other
-    #: gradient is zeroed, so the text-vector weights keep their SFT values). 15 shared weights move every
-    #: gate's choice the same way and average the rollouts' noise over all gates, where the 1,152
+    #: two-tower scorer only: the head's 16 weights on kind × layer, rank, the two cosines and the key match;
+    #: every other gradient is zeroed, so the text-vector weights keep their SFT values). 16 shared weights
+    #: move every gate's choice the same way and average the rollouts' noise over all gates, where the 1,152
     #: text-vector weights let noisy advantages drift each text's score (experiments/README.md).
-    #: ``kinds``: the 13 of them on kind × layer and rank only (the two cosines, which pick among candidates
-    #: of one kind, keep their SFT values too). ``structural`` and ``kinds`` need ``weight_decay`` 0 (decay
-    #: would shrink the frozen weights).
+    #: ``kinds``: the 13 of them on kind × layer and rank only (the cosines and the key match, which pick
+    #: among candidates of one kind, keep their SFT values too). ``structural`` and ``kinds`` need
+    #: ``weight_decay`` 0 (decay would shrink the frozen weights).
     trainable: Literal["all", "structural", "kinds"] = "all"
     #: lower clip range: the ratio π_θ/π_old is clipped below at 1 − eps_low (binds for negative advantages).
     eps_low: float = 0.2

@@ -115,7 +115,7 @@ class PolicyConfig:
 
     @property
     def structural_head(self) -> bool:
-        """Whether the head reads the 15 text-free features ``grpo.trainable=structural`` trains (two-tower)."""
+        """Whether the head reads the 16 text-free features ``grpo.trainable=structural`` trains (two-tower)."""
         return self.kind == "scoring" and self.scorer == "two_tower"
 
     @property

@@ -23,27 +23,28 @@ RANKS = 3  # rank one-hot: 0, 1, 2 or more
 
 
 def structural_dim() -> int:
-    """The leading features that do not depend on the texts' vectors: kind × layer, rank, two cosines (15).
+    """The leading features that do not depend on the texts' vectors: kind × layer, rank, two cosines and
+    whether a Merge's note has its target's key (16).
 
     >>> structural_dim()
-    15
+    16
     """
-    return len(CANDIDATE_KINDS) * len(MANAGED_LAYERS) + RANKS + 2
+    return len(CANDIDATE_KINDS) * len(MANAGED_LAYERS) + RANKS + 3
 
 
 def structural_names() -> list[str]:
-    """Names of the :func:`structural_dim` features, in order (kind-major × layer, rank, cosines).
+    """Names of the :func:`structural_dim` features, in order (kind-major × layer, rank, cosines, same key).
 
-    >>> structural_names()[:2], structural_names()[-2:]
-    (['noop/event', 'noop/profile'], ['cos(c,q)', 'cos(c,t)'])
+    >>> structural_names()[:2], structural_names()[-3:]
+    (['noop/event', 'noop/profile'], ['cos(c,q)', 'cos(c,t)', 'same key'])
     """
     names = [f"{k}/{layer}" for k in CANDIDATE_KINDS for layer in MANAGED_LAYERS]
     names += [f"rank {r}" if r < RANKS - 1 else f"rank {r}+" for r in range(RANKS)]
-    return names + ["cos(c,q)", "cos(c,t)"]
+    return names + ["cos(c,q)", "cos(c,t)", "same key"]
 
 
 def kind_rank_dim() -> int:
-    """The leading structural features without the two cosines: kind × layer and rank (13).
+    """The leading structural features without the cosines and the key match: kind × layer and rank (13).
 
     >>> kind_rank_dim()
     13
@@ -52,7 +53,7 @@ def kind_rank_dim() -> int:
 
 
 def feature_dim(hidden: int) -> int:
-    """[kind × layer one-hot | rank one-hot | cos(c, q), cos(c, t) | c·√H | (c ⊙ q)·H | (c ⊙ t)·H]."""
+    """[kind × layer one-hot | rank one-hot | cos(c, q), cos(c, t) | same key | c·√H | (c ⊙ q)·H | (c ⊙ t)·H]."""
     return structural_dim() + 3 * hidden
 
 
@@ -146,7 +147,7 @@ def view_features(views: Sequence[GateView], vectors: TextVectors, *, cached: bo
     table = torch.cat([table, table.new_zeros((1, vectors.hidden))])  # row U: the empty text
     index = {t: i for i, t in enumerate(texts)} | {"": len(texts)}
     n_kinds, n_layers = len(CANDIDATE_KINDS), len(MANAGED_LAYERS)
-    kind_layer, rank, c_idx, q_idx, t_idx = [], [], [], [], []
+    kind_layer, rank, same_key, c_idx, q_idx, t_idx = [], [], [], [], [], []
     for v in views:
         if v.layer not in MANAGED_LAYERS:
             raise ValueError(
@@ -155,6 +156,7 @@ def view_features(views: Sequence[GateView], vectors: TextVectors, *, cached: bo
         for c in v.candidates:
             kind_layer.append(CANDIDATE_KINDS.index(c.kind) * n_layers + MANAGED_LAYERS.index(v.layer))
             rank.append(min(c.rank, RANKS - 1))
+            same_key.append(float(c.same_key))
             c_idx.append(index[c.content])
             q_idx.append(index[v.query])
             t_idx.append(index[c.target])
@@ -166,7 +168,8 @@ def view_features(views: Sequence[GateView], vectors: TextVectors, *, cached: bo
     onehot_kl = nn.functional.one_hot(torch.tensor(kind_layer, device=dev), n_kinds * n_layers).float()
     onehot_rank = nn.functional.one_hot(torch.tensor(rank, device=dev), RANKS).float()
     cos = torch.stack([(ec * eq).sum(-1), (ec * et).sum(-1)], dim=-1)  # [T, 2]
-    return torch.cat([onehot_kl, onehot_rank, cos, ec * h**0.5, ec * eq * h, ec * et * h], dim=-1)
+    key = torch.tensor(same_key, device=dev).unsqueeze(-1)  # [T, 1]
+    return torch.cat([onehot_kl, onehot_rank, cos, key, ec * h**0.5, ec * eq * h, ec * et * h], dim=-1)
 
 
 def _texts(view: GateView) -> list[str]:

@@ -14,7 +14,7 @@ class SFTConfig:
     #: 7 of 766 gates off the teacher's choice, against 14 at 400 steps; experiments/README.md). Set 400 and
     #: 3e-2 with ``trainable=all`` (the earlier default) or a causal policy.
     steps: int = 1000
-    #: AdamW learning rate (0.3 suits the 15 structural weights; far too large for LoRA or a causal LM).
+    #: AdamW learning rate (0.3 suits the 16 structural weights; far too large for LoRA or a causal LM).
     lr: float = 0.3
     #: gate samples per step.
     batch_size: int = 32
@@ -29,8 +29,8 @@ class SFTConfig:
     #: 0 = plain imitation, which drives the policy to near-certainty (entropy ≈ 0.02 nats on dev gates,
     #: so G forks of a window rarely differ and GRPO has no contrast to learn from).
     label_smoothing: float = 0.0
-    #: which head weights SFT trains, as ``grpo.trainable``: ``all``, ``structural`` (two-tower scorer: the 15
-    #: text-free weights on kind × layer, rank and the two cosines; the text-vector weights stay at their zero
+    #: which head weights SFT trains, as ``grpo.trainable``: ``all``, ``structural`` (two-tower scorer: the 16
+    #: text-free weights on kind × layer, rank, the two cosines and the key match; the text-vector weights stay at their zero
     #: initialization) or ``kinds`` (kind × layer and rank only). The heuristic teacher's rule (merge into the
     #: nearest shown entry at cosine ≥ ``teacher.merge_threshold``, else write the note) is a function of the
     #: structural features, so ``structural`` can imitate it on dialogues SFT never saw, where ``all`` fits the
