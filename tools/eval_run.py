@@ -13,7 +13,7 @@ clustered by dialogue and paired tests against the run's own SFT policy:
   of ``grpo/checkpoints/last.ckpt`` (where training ended: the cleanest answer to "did training help").
 
 ``--shift "merge/event=-4,merge/profile=-4"`` (repeatable) adds a row of the SFT policy with those of the head's
-15 text-free weights (:func:`memprm.models.two_tower.structural_names`) moved by the given amounts: what a
+16 text-free weights (:func:`memprm.models.two_tower.structural_names`) moved by the given amounts: what a
 direction in that space is worth, the ceiling a ``grpo.trainable=kinds`` run can reach along it. ``--teacher``
 adds the heuristic teacher (the manager SFT imitates) on the same dialogues; ``--oracles`` the annotation oracle
 (gold notes) and the gold-decision manager (:class:`~memprm.env.managers.GoldDecisionManager`: the annotations

@@ -1,12 +1,12 @@
-"""Where GRPO moved a scoring policy: dev-selection history and the change of the 15 structural weights.
+"""Where GRPO moved a scoring policy: dev-selection history and the change of the 16 structural weights.
 
     python tools/weight_shift.py runs/RUN [runs/RUN2 ...] [--at last|selected] [--json OUT]
 
 For each run folder (one that finished its GRPO stage with ``policy.kind=scoring`` and the two-tower head)
 prints the dev-selection accuracy at every evaluated step (``grpo/dev_selection.json``), the selected step, and
-the change of the head's weights on kind × layer, rank and the two cosines between the SFT policy
-(``policy_sft.pt``) and GRPO's weights: ``--at last`` (default) the last checkpoint
-(``grpo/checkpoints/last.ckpt``), ``--at selected`` the dev-selected policy (``policy_grpo.pt``). These 13
+the change of the head's weights on kind × layer, rank, the two cosines and the key match between the SFT
+policy (``policy_sft.pt``) and GRPO's weights: ``--at last`` (default) the last checkpoint
+(``grpo/checkpoints/last.ckpt``), ``--at selected`` the dev-selected policy (``policy_grpo.pt``). These 16
 weights shift every gate's choice of one kind the same way, so their change says in which direction a run
 pushed the manager (write more, merge less, ...); experiments/README.md reads its tables this way.
 """

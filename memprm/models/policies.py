@@ -52,8 +52,8 @@ def trainable_subset(
 
     ``all`` changes nothing. ``structural`` (two-tower scoring policy only) zeroes, by gradient hooks, every
     gradient but those of the head's first :func:`~memprm.models.two_tower.structural_dim` weights (kind ×
-    layer, rank, cosines), ``kinds`` those of the first :func:`~memprm.models.two_tower.kind_rank_dim` (the
-    cosines frozen too): an AdamW step with weight decay 0 then leaves every other weight exactly as it was
+    layer, rank, cosines, key match), ``kinds`` those of the first :func:`~memprm.models.two_tower.kind_rank_dim` (the
+    cosines and the key match frozen too): an AdamW step with weight decay 0 then leaves every other weight exactly as it was
     (its moments stay 0). ``requires_grad`` is left alone, so snapshots and weight files keep every trainable
     tensor. The hooks are removed when the block ends, also when it raises."""
     if which not in ("all", "structural", "kinds"):

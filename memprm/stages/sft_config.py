@@ -30,8 +30,8 @@ class SFTConfig:
     #: so G forks of a window rarely differ and GRPO has no contrast to learn from).
     label_smoothing: float = 0.0
     #: which head weights SFT trains, as ``grpo.trainable``: ``all``, ``structural`` (two-tower scorer: the 16
-    #: text-free weights on kind × layer, rank, the two cosines and the key match; the text-vector weights stay at their zero
-    #: initialization) or ``kinds`` (kind × layer and rank only). The heuristic teacher's rule (merge into the
+    #: text-free weights on kind × layer, rank, the two cosines and the key match; the text-vector weights
+    #: stay at their zero initialization) or ``kinds`` (kind × layer and rank only). The heuristic teacher's rule (merge into the
     #: nearest shown entry at cosine ≥ ``teacher.merge_threshold``, else write the note) is a function of the
     #: structural features, so ``structural`` can imitate it on dialogues SFT never saw, where ``all`` fits the
     #: train dialogues' texts (experiments/README.md, "SFT that generalizes"). Needs ``policy.kind=scoring`` with
