@@ -2,21 +2,15 @@
 
 Each is a :data:`~memprm.env.memory_env.Manager` (``Observation -> Action``):
 
-- :func:`noop_manager` — Noop everywhere: the bank holds the verbatim layer only;
-- :func:`write_all_manager` — writes every gateable turn word for word (copies of the verbatim layer);
-- :class:`RandomManager` — a uniform draw from the gate's candidates (:mod:`memprm.env.candidates`): the action
-  space of the scoring policy, untrained;
-- :class:`OracleManager` — the data's fact annotations as notes (:class:`~memprm.llm.notes.OracleNoteWriter`),
-  a profile note merged into the shown entry that holds the same speaker's same attribute, else written;
-  analysis only: observations carry no annotations, so it is given the dialogues and reads each gate's turn
-  there;
-- :class:`GoldDecisionManager` — the annotations decide, the note writer writes: Noop where the turn holds
-  no annotated fact for the gate's layer, else the note writer's note (or the turn, when it gave none)
-  merged into the shown entry holding the same speaker's same attribute, or written; the best the scoring
-  policy's action space does with the notes on offer (analysis only, as the oracle);
+- :func:`noop_manager` — Noop everywhere; :func:`write_all_manager` — every gateable turn written word for word;
+- :class:`RandomManager` — a uniform draw from the gate's candidates (:mod:`memprm.env.candidates`);
+- :class:`OracleManager` — the data's fact annotations as notes, a profile note merged into the shown entry
+  holding the same speaker's same attribute, else written (analysis only: it is given the dialogues);
+- :class:`GoldDecisionManager` — the annotations decide (Noop where the turn holds no annotated fact for the
+  layer; where to merge), the note writer's notes are written: the best the scoring policy's action space
+  does with the notes on offer (analysis only, as the oracle);
 - :class:`NoisyManager` — another manager whose action is replaced, with probability ``epsilon``, by a uniform
-  draw from the gate's candidates (the forks of a group differ the way sampled rollouts do). It has the
-  ``act`` method of a gate policy, so :class:`~memprm.rollout.runner.GroupRunner` can roll it out.
+  draw from the gate's candidates; it has a gate policy's ``act``, so a GroupRunner can roll it out.
 """
 
 from __future__ import annotations
