@@ -278,7 +278,7 @@ def test_policy_gap_tool_writes_its_table_and_json(tmp_path, capsys, per_manager
     assert load_tool("policy_gap").main(["--json", str(out), *flags, *tiny]) == 0
     got = json.loads(out.read_text())
     names = {"Noop-only", "Write-all (raw turns)", "heuristic teacher", "oracle (annotations)",
-             "gold decisions (real notes)"}
+             "gold decisions (real notes)", "teacher, merge by key"}
     assert names | {f"random (seed {s})" for s in range(3)} == set(got["managers"])
     noop = got["managers"]["Noop-only"]
     assert noop["entries"] == 0 and noop["tested"] == 0 and noop["n_questions"] > 0
@@ -388,6 +388,18 @@ def test_gold_decision_manager_decides_by_annotation_and_writes_the_note_writers
     assert (a.kind, a.content) == ("write", teacher.render)
     with pytest.raises(ValueError, match="not in its dialogues"):
         GoldDecisionManager([])(obs(nurse, "profile"))
+    # merge=key, store=notes: no annotation read (no dialogues given); a note goes into the first of the m shown
+    # entries carrying its key, else it is written; no note, no action
+    by_key = GoldDecisionManager([], merge_candidates=2, store="notes", merge="key")
+    keyed = Neighbour("e3", "profile", "(2023-05-08) Ana's job: nurse", key="Ana/job")
+    switched = Note("profile", "Ana/job", "Ana's job: teacher")
+    a = by_key(obs(teacher, "profile", (switched,), (other, keyed)))
+    assert (a.kind, a.content, a.entry_id) == ("merge", "Ana's job: teacher", "e3")
+    assert by_key(obs(teacher, "profile", (switched,), (other, other, keyed))).kind == "write"  # third: not shown
+    unkeyed = Note("event", "", "Ana started teaching")
+    a = by_key(obs(teacher, "event", (unkeyed,), (Neighbour("e4", "event", "x", key=""),)))
+    assert (a.kind, a.content) == ("write", "Ana started teaching")  # an empty key matches nothing
+    assert by_key(obs(chat, "profile")).kind == "noop"
 
 
 def test_gold_decision_manager_with_both_rules_of_the_teacher_is_the_teacher(annotated_play):

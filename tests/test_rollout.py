@@ -341,7 +341,7 @@ def test_reward_alignment_tool_reports_signal_beside_test_accuracy(tmp_path, cap
     got = json.loads(out.read_text())
     assert got["quiz"] == "cumulative" and got["shaping"] == "none"
     names = {"Noop-only", "Write-all (raw turns)", "heuristic teacher", "oracle (annotations)",
-             "gold decisions (real notes)"}
+             "gold decisions (real notes)", "teacher, merge by key"}
     assert names | {f"random (seed {s})" for s in range(3)} == set(got["managers"])
     for name, row in got["managers"].items():
         assert row["return"] == pytest.approx(row["R"] + row["credit"] - row["miss"]), name
@@ -356,6 +356,15 @@ def test_reward_alignment_tool_reports_signal_beside_test_accuracy(tmp_path, cap
     assert tool.main(["--json", str(out), "--group", "3", "--within-only", "--target", "end", *tiny]) == 0
     end = json.loads(out.read_text())["within_group"]
     assert end["target"] == "end" and end["R"]["groups"] == 2 and not got["managers"] == {}
+    # --manager keeps those rows (the same numbers as in the full table); --no-within skips the groups
+    picked = ["--manager", "teacher, merge by key", "--manager", "heuristic teacher", "--no-within"]
+    assert tool.main(["--json", str(out), *picked, *tiny]) == 0
+    few = json.loads(out.read_text())
+    assert list(few["managers"]) == ["heuristic teacher", "teacher, merge by key"]  # the line-up's order
+    assert few["managers"]["heuristic teacher"] == got["managers"]["heuristic teacher"]
+    assert few["within_group"]["R"]["mean_spearman"] is None
+    with pytest.raises(SystemExit, match="no manager named"):
+        tool.main(["--manager", "teacher", "--no-within", *tiny])
     cfg = load_config(None, tiny)
     stack = build_stack(cfg)
     d = generate_synthetic(cfg.data.synthetic)["train"][0]

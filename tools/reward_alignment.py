@@ -1,6 +1,7 @@
 """Does GRPO's training signal rank memory managers the way test accuracy does?
 
-    python tools/reward_alignment.py --run RUN [--config FILE] [--split train] [--json OUT] [key.sub=value ...]
+    python tools/reward_alignment.py --run RUN [--config FILE] [--split train] [--manager NAME ...] [--no-within]
+        [--json OUT] [key.sub=value ...]
 
 Per manager (the fixed managers of ``tools/policy_gap.py`` and, when ``RUN/policy_sft.pt`` exists, the SFT
 policy, greedy) the *training protocol* is played as GRPO plays it: every dialogue window by window from an
@@ -210,6 +211,16 @@ def _fmt(v) -> str:
     return "–" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.2f}"
 
 
+def keep_managers(managers: dict, names: list[str] | None) -> dict:
+    """The line-up restricted to ``names`` (in the line-up's order); all of it for ``None``."""
+    if names is None:
+        return managers
+    unknown = [n for n in names if n not in managers]
+    if unknown:
+        raise SystemExit(f"reward_alignment: no manager named {unknown}; the line-up: {list(managers)}")
+    return {name: m for name, m in managers.items() if name in names}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default=None, help="a YAML config (default: the embedded default)")
@@ -220,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epsilon", type=float, default=0.3)
     ap.add_argument("--no-oracle", action="store_true", help="skip the oracle (data without fact annotations)")
     ap.add_argument("--within-only", action="store_true", help="only the within-group part (no manager table)")
+    ap.add_argument("--no-within", action="store_true", help="only the manager table (no teacher-with-ε groups)")
+    ap.add_argument("--manager", action="append", default=None, metavar="NAME",
+                    help="keep only this manager of the line-up (repeatable; default: all)")  # fmt: skip
     ap.add_argument("--target", choices=("so_far", "end"), default="so_far",
                     help="within groups, rank forks against: so_far (questions unlocked so far) or end (the "
                          "whole dialogue's exam after the teacher plays the rest)")  # fmt: skip
@@ -239,9 +253,13 @@ def main(argv: list[str] | None = None) -> int:
     policy = sft_policy(run_dir, cfg)
     if policy is not None:
         managers["SFT policy"] = policy
+    managers = keep_managers(managers, args.manager)
     rows = {} if args.within_only else manager_table(cfg, stack, runner, dialogues, managers)
     spear = alignment(rows) if rows else {c: {"value": None} for c in COLUMNS}
-    within = within_groups(cfg, stack, runner, dialogues, args.group, args.epsilon, args.target)
+    if args.no_within:
+        within = {c: {"mean_spearman": None} for c in COLUMNS}
+    else:
+        within = within_groups(cfg, stack, runner, dialogues, args.group, args.epsilon, args.target)
     print(f"{cfg.data.source} {args.split}: {len(dialogues)} dialogues; rollout.quiz={cfg.rollout.quiz}, "
           f"shaping={cfg.rollout.shaping if runner.critic else 'none'}, λ0={cfg.grpo.lambda0}")  # fmt: skip
     print(format_report(rows, spear, within))

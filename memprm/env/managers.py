@@ -82,7 +82,7 @@ class GoldDecisionManager:
       evaluation, not forks); ``cosine``: into the first shown entry when its cosine with the content is at
       least ``merge_threshold`` (the teacher); ``key``: into the first of the ``merge_candidates`` shown entries
       whose key is the note's (non-empty) key — a rule over the notes' keys, no annotation. Anything else is
-      written.
+      written. With ``store="notes", merge="key"`` no annotation is read: ``dialogues`` may be empty.
 
     With ``store="notes", merge="cosine"`` it is the heuristic teacher (``tests/test_notes.py``)."""
 
@@ -109,10 +109,7 @@ class GoldDecisionManager:
         self.stored: dict[tuple[str, str], list[str]] = {}  # (dialogue, "Ana's job") -> contents stored
 
     def __call__(self, obs: Observation) -> Action:
-        turn = self.turns.get((obs.dialogue_id, obs.turn.id))
-        if turn is None:
-            raise ValueError(f"gold decisions: turn {obs.dialogue_id}/{obs.turn.id} is not in its dialogues")
-        gold = notes_for(self.gold, turn, obs.timestamp, obs.layer)
+        gold = self._gold_notes(obs) if "gold" in (self.store, self.merge) else []
         if not (gold if self.store == "gold" else obs.notes):
             return Action.noop()
         note = obs.notes[0] if obs.notes else None
@@ -121,6 +118,13 @@ class GoldDecisionManager:
         if target is not None:
             return Action("merge", content, entry_id=target.entry_id)
         return Action("write", content, key)
+
+    def _gold_notes(self, obs: Observation) -> list:
+        """The annotated facts of the gate's turn for its layer, as notes (the turn looked up in the dialogues)."""
+        turn = self.turns.get((obs.dialogue_id, obs.turn.id))
+        if turn is None:
+            raise ValueError(f"gold decisions: turn {obs.dialogue_id}/{obs.turn.id} is not in its dialogues")
+        return notes_for(self.gold, turn, obs.timestamp, obs.layer)
 
     def _target(self, obs: Observation, content: str, key: str, gold):
         if self.merge == "key":
@@ -169,12 +173,14 @@ class _AsGatePolicy:
 def fixed_managers(
     teacher, merge_candidates: int, oracle_dialogues: Iterable[Dialogue] | None = None
 ) -> dict:
-    """The analysis tools' line-up by name: Noop-only, Write-all, random (seeds 0–2), the heuristic ``teacher``
-    and, given ``oracle_dialogues`` (the dialogues it will play), the annotation oracle and the gold-decision
+    """The analysis tools' line-up by name: Noop-only, Write-all, random (seeds 0–2), the heuristic ``teacher``,
+    the teacher's store rule with merges by note key (no annotation; the direction the 16th feature opens) and,
+    given ``oracle_dialogues`` (the dialogues it will play), the annotation oracle and the gold-decision
     manager over them."""
     managers = {"Noop-only": noop_manager, "Write-all (raw turns)": write_all_manager}
     managers |= {f"random (seed {s})": RandomManager(s, merge_candidates) for s in range(3)}
     managers["heuristic teacher"] = teacher
+    managers["teacher, merge by key"] = GoldDecisionManager((), merge_candidates, store="notes", merge="key")
     if oracle_dialogues is not None:
         oracle_dialogues = list(oracle_dialogues)
         managers["oracle (annotations)"] = OracleManager(oracle_dialogues)
