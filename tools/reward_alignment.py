@@ -230,8 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--group", type=int, default=4)
     ap.add_argument("--epsilon", type=float, default=0.3)
     ap.add_argument("--no-oracle", action="store_true", help="skip the oracle (data without fact annotations)")
-    ap.add_argument("--within-only", action="store_true", help="only the within-group part (no manager table)")
-    ap.add_argument("--no-within", action="store_true", help="only the manager table (no teacher-with-ε groups)")
+    part = ap.add_mutually_exclusive_group()
+    part.add_argument("--within-only", action="store_true", help="only the within-group part (no manager table)")
+    part.add_argument("--no-within", action="store_true", help="only the manager table (no teacher-with-ε groups)")
     ap.add_argument("--manager", action="append", default=None, metavar="NAME",
                     help="keep only this manager of the line-up (repeatable; default: all)")  # fmt: skip
     ap.add_argument("--target", choices=("so_far", "end"), default="so_far",
