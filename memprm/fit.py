@@ -116,7 +116,7 @@ def check_stage_one_critic(cfg: MemprmConfig) -> None:
 
 
 def check_grpo_trainable(cfg: MemprmConfig) -> None:
-    """``grpo.trainable`` or ``sft.trainable`` = ``structural`` (or ``kinds``) with a policy that has no structural
+    """``grpo.trainable`` or ``sft.trainable`` = ``structural`` (or ``kinds``, ``match``) with a policy that has no structural
     head: :class:`ConfigError` before anything runs (instead of at that stage, after the earlier ones)."""
     for stage, trainable in (("grpo", cfg.grpo.trainable), ("sft", cfg.sft.trainable)):
         if stage in cfg.fit.stages and trainable != "all" and not cfg.policy.structural_head:

@@ -109,6 +109,6 @@ def test_structural_training_with_a_pair_scorer_fails_before_the_run_folder(stag
     args = ["fit", f"{stage}.trainable=structural", "policy.scorer=pair", f"output_dir={tmp_path / 'runs'}"]
     assert main(args) == 2
     err = _one_line_error(capsys)
-    assert f"{stage}.trainable=structural (or kinds) needs policy.kind=scoring with policy.scorer=two_tower" in err
+    assert f"{stage}.trainable=structural (or kinds, match) needs policy.kind=scoring with policy.scorer=two_tower" in err
     assert "policy.scorer=pair" in err
     assert not (tmp_path / "runs").exists()

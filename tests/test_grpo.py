@@ -138,7 +138,7 @@ def test_config_defaults_build_and_validation():
         ({"beta_kl": -1.0}, "beta_kl"),
         ({"max_grad_norm": math.inf}, "max_grad_norm"),
         ({"temperature": -1.0}, "temperature"),
-        ({"trainable": "lora"}, "'all', 'structural' or 'kinds'"),
+        ({"trainable": "lora"}, r"one of \('all', 'structural', 'kinds', 'match'\), got 'lora'"),
         ({"trainable": "structural", "weight_decay": 0.01}, "structural needs grpo.weight_decay=0"),
     ):
         with pytest.raises(ValueError, match=match):

@@ -629,14 +629,16 @@ def test_structural_subset_moves_only_the_text_free_head_weights_and_unhooks(min
     with pytest.raises(RuntimeError), trainable_subset(policy, "structural"):
         raise RuntimeError("boom")
     assert all(not p._backward_hooks for p in policy.parameters())  # removed when the block raises
-    with pytest.raises(ValueError, match="'all', 'structural' or 'kinds'"), trainable_subset(policy, "lora"):
+    with pytest.raises(ValueError, match="one of .'all', 'structural', 'kinds', 'match'., got 'lora'"), trainable_subset(policy, "lora"):
         pass
     pair = _scoring(minilm_tokenizer, scorer="pair")
     with pytest.raises(ValueError, match="policy.scorer=pair"), trainable_subset(pair, "structural"):
         pass
 
 
-def test_kinds_subset_moves_the_kind_and_rank_weights_and_keeps_the_cosines(minilm_tokenizer):
+@pytest.mark.parametrize("which", ["kinds", "match"])
+def test_kinds_and_match_subsets_move_only_their_head_weights(minilm_tokenizer, which):
+    """``kinds``: kind × layer and rank move, the cosines and key match stay; ``match``: the reverse."""
     from memprm.models.policies import trainable_subset
     from memprm.models.two_tower import kind_rank_dim, structural_dim
 
@@ -645,13 +647,15 @@ def test_kinds_subset_moves_the_kind_and_rank_weights_and_keeps_the_cosines(mini
     samples = [policy.act(o, generator=torch.Generator().manual_seed(i))[1] for i, o in enumerate(obs)]
     before = policy.head.weight.detach().clone()
     opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=0.1, weight_decay=0.0)
-    with trainable_subset(policy, "kinds"):
+    with trainable_subset(policy, which):
         for _ in range(3):
             opt.zero_grad()
             (-policy.log_probs(samples)[0].sum()).backward()
             opt.step()
     k, s = kind_rank_dim(), structural_dim()
-    after = policy.head.weight.detach()
-    assert not torch.equal(after[:, :k], before[:, :k])  # kind × layer and rank moved
-    torch.testing.assert_close(after[:, k:], before[:, k:], rtol=0, atol=0)  # cosines, key match, text weights kept
     assert s - k == 3  # the two cosines and the key match
+    after = policy.head.weight.detach()
+    moved, kept = ((slice(0, k), [slice(k, None)]) if which == "kinds" else (slice(k, s), [slice(0, k), slice(s, None)]))
+    assert not torch.equal(after[:, moved], before[:, moved])
+    for part in kept:  # every other head weight (text-vector weights included) exactly as before
+        torch.testing.assert_close(after[:, part], before[:, part], rtol=0, atol=0)

@@ -195,5 +195,5 @@ def test_sft_on_a_subset_moves_only_those_head_weights(which, tmp_path, monkeypa
 
 def test_sft_config_names_a_bad_trainable():
     assert SFTConfig().trainable == "structural"  # the embedded default (two-tower scorer)
-    with pytest.raises(ValueError, match="sft.trainable must be 'all', 'structural' or 'kinds', got 'text'"):
+    with pytest.raises(ValueError, match="sft.trainable must be one of .'all', 'structural', 'kinds', 'match'., got 'text'"):
         SFTConfig(trainable="text")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from memprm.credit.reward import RewardWeights
+from memprm.models.policy_config import TRAINABLE_SUBSETS
 
 ADVANTAGE_MODES = ("process", "outcome", "gate")
 
@@ -33,9 +34,10 @@ class GRPOConfig:
     #: move every gate's choice the same way and average the rollouts' noise over all gates, where the 1,152
     #: text-vector weights let noisy advantages drift each text's score (experiments/README.md).
     #: ``kinds``: the 13 of them on kind × layer and rank only (the cosines and the key match, which pick
-    #: among candidates of one kind, keep their SFT values too). ``structural`` and ``kinds`` need
+    #: among candidates of one kind, keep their SFT values too). ``match``: those 3 only (which entry a Merge
+    #: picks; how often each kind is chosen keeps its SFT weights). Every value but ``all`` needs
     #: ``weight_decay`` 0 (decay would shrink the frozen weights).
-    trainable: Literal["all", "structural", "kinds"] = "all"
+    trainable: Literal["all", "structural", "kinds", "match"] = "all"
     #: lower clip range: the ratio π_θ/π_old is clipped below at 1 − eps_low (binds for negative advantages).
     eps_low: float = 0.2
     #: upper clip range: clipped above at 1 + eps_high (binds for positive advantages); a value different
@@ -110,8 +112,8 @@ class GRPOConfig:
             raise ValueError(f"grpo.checkpoint_every must be >= 0 (0 = off), got {self.checkpoint_every}")
         if self.minibatch_size < 0:
             raise ValueError(f"grpo.minibatch_size must be >= 0 (0 = whole batch), got {self.minibatch_size}")
-        if self.trainable not in ("all", "structural", "kinds"):
-            raise ValueError(f"grpo.trainable must be 'all', 'structural' or 'kinds', got {self.trainable!r}")
+        if self.trainable not in TRAINABLE_SUBSETS:
+            raise ValueError(f"grpo.trainable must be one of {TRAINABLE_SUBSETS}, got {self.trainable!r}")
         if self.trainable != "all" and self.weight_decay > 0:
             raise ValueError(
                 f"grpo.trainable={self.trainable} needs grpo.weight_decay=0 (AdamW would decay the frozen weights), "

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from memprm.models.causal_policy import CausalPolicy, build_causal_policy
-from memprm.models.policy_config import STRUCTURAL_NEEDS, PolicyConfig
+from memprm.models.policy_config import STRUCTURAL_NEEDS, TRAINABLE_SUBSETS, PolicyConfig
 from memprm.models.scoring_policy import ScoringPolicy, build_scoring_policy
 from memprm.models.two_tower import kind_rank_dim, structural_dim
 
@@ -53,11 +53,12 @@ def trainable_subset(
     ``all`` changes nothing. ``structural`` (two-tower scoring policy only) zeroes, by gradient hooks, every
     gradient but those of the head's first :func:`~memprm.models.two_tower.structural_dim` weights (kind ×
     layer, rank, cosines, key match), ``kinds`` those of the first :func:`~memprm.models.two_tower.kind_rank_dim` (the
-    cosines and the key match frozen too): an AdamW step with weight decay 0 then leaves every other weight exactly as it was
+    cosines and the key match frozen too), ``match`` those of the three in between (the two cosines and the key
+    match: which entry a Merge picks; the kind and rank weights frozen): an AdamW step with weight decay 0 then leaves every other weight exactly as it was
     (its moments stay 0). ``requires_grad`` is left alone, so snapshots and weight files keep every trainable
     tensor. The hooks are removed when the block ends, also when it raises."""
-    if which not in ("all", "structural", "kinds"):
-        raise ValueError(f"trainable subset must be 'all', 'structural' or 'kinds', got {which!r}")
+    if which not in TRAINABLE_SUBSETS:
+        raise ValueError(f"trainable subset must be one of {TRAINABLE_SUBSETS}, got {which!r}")
     if which == "all":
         yield
         return
@@ -69,7 +70,10 @@ def trainable_subset(
             continue
         if name == "head.weight":
             mask = param.new_zeros(param.shape)  # [1, feature_dim]
-            mask[:, : structural_dim() if which == "structural" else kind_rank_dim()] = 1.0
+            lo, hi = {"structural": (0, structural_dim()), "kinds": (0, kind_rank_dim())}.get(
+                which, (kind_rank_dim(), structural_dim())
+            )
+            mask[:, lo:hi] = 1.0
             handles.append(param.register_hook(lambda g, m=mask: g * m.to(g.device)))
         else:
             handles.append(param.register_hook(lambda g: g.new_zeros(g.shape)))

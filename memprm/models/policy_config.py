@@ -20,8 +20,10 @@ from typing import Literal
 
 _DEFAULT_TARGETS = {"scoring": ("query", "value"), "causal": ("q_proj", "v_proj")}
 DTYPES = ("float32", "bfloat16", "float16")
+#: the values of ``grpo.trainable`` / ``sft.trainable`` (documented on :class:`memprm.models.grpo_config.GRPOConfig`).
+TRAINABLE_SUBSETS = ("all", "structural", "kinds", "match")
 STRUCTURAL_NEEDS = (
-    "{setting}=structural (or kinds) needs policy.kind=scoring with policy.scorer=two_tower (the structural features "
+    "{setting}=structural (or kinds, match) needs policy.kind=scoring with policy.scorer=two_tower (the structural features "
     "are the two-tower head's), got policy.kind={kind}, policy.scorer={scorer}"
 )
 

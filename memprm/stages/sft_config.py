@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from memprm.models.policy_config import TRAINABLE_SUBSETS
+
 
 @dataclass(frozen=True)
 class SFTConfig:
@@ -36,14 +38,14 @@ class SFTConfig:
     #: structural features, so ``structural`` can imitate it on dialogues SFT never saw, where ``all`` fits the
     #: train dialogues' texts (experiments/README.md, "SFT that generalizes"). Needs ``policy.kind=scoring`` with
     #: ``policy.scorer=two_tower`` unless ``all`` (a causal or pair-scorer config sets ``sft.trainable: all``).
-    trainable: Literal["all", "structural", "kinds"] = "structural"
+    trainable: Literal["all", "structural", "kinds", "match"] = "structural"
 
     def __post_init__(self) -> None:
         if self.steps < 0 or self.lr <= 0 or self.batch_size < 1:
             raise ValueError("sft.steps must be >= 0, sft.lr > 0 and sft.batch_size >= 1")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(f"sft.label_smoothing must be in [0, 1), got {self.label_smoothing}")
-        if self.trainable not in ("all", "structural", "kinds"):
-            raise ValueError(f"sft.trainable must be 'all', 'structural' or 'kinds', got {self.trainable!r}")
+        if self.trainable not in TRAINABLE_SUBSETS:
+            raise ValueError(f"sft.trainable must be one of {TRAINABLE_SUBSETS}, got {self.trainable!r}")
         if not 0.0 <= self.balance <= 1.0:
             raise ValueError(f"sft.balance must be in [0, 1], got {self.balance}")
