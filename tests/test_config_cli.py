@@ -160,6 +160,20 @@ def test_candidate_arms_are_the_settings_their_runs_used():
     assert changed == {"arm": "ours_head_horizon", "rollout.horizon": -1, "grpo.trainable": "all", "grpo.lr": 0.003}
 
 
+def test_match_arms_are_outcome_horizon_with_the_changes_their_headers_name():
+    """outcome_match = outcome_horizon with GRPO on the 3 match weights at lr 0.2; ours_match = outcome_match plus
+    necessity-only credit on normalized chains and the coverage penalty (experiments/README.md)."""
+    arms = ROOT / "configs" / "arms"
+    horizon = _leaves(to_dict(load_config(arms / "outcome_horizon.yaml")))
+    match = _leaves(to_dict(load_config(arms / "outcome_match.yaml")))
+    ours = _leaves(to_dict(load_config(arms / "ours_match.yaml")))
+    assert {k: match[k] for k in match if match[k] != horizon[k]} == {
+        "arm": "outcome_match", "grpo.trainable": "match", "grpo.lr": 0.2}  # fmt: skip
+    assert {k: ours[k] for k in ours if ours[k] != match[k]} == {
+        "arm": "ours_match", "credit.chain": "normalized", "credit.weights.retrieved": 0.0,
+        "credit.weights.cited": 0.0, "credit.weights.flips": 1.0, "grpo.weights.credit": 0.3, "grpo.weights.miss": 0.3}  # fmt: skip
+
+
 def test_grpo_episodes_come_from_the_named_split_or_a_one_line_error():
     from memprm.data.source import load_source
     from memprm.stages.grpo_stage import episode_dialogues
