@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from memprm.credit.reward import RewardWeights
-from memprm.models.policy_config import TRAINABLE_SUBSETS
+from memprm.models.policy_config import TRAINABLE_SUBSETS, TrainableSubset
 
 ADVANTAGE_MODES = ("process", "outcome", "gate")
 
@@ -37,7 +37,7 @@ class GRPOConfig:
     #: among candidates of one kind, keep their SFT values too). ``match``: those 3 only (which entry a Merge
     #: picks; how often each kind is chosen keeps its SFT weights). Every value but ``all`` needs
     #: ``weight_decay`` 0 (decay would shrink the frozen weights).
-    trainable: Literal["all", "structural", "kinds", "match"] = "all"
+    trainable: TrainableSubset = "all"
     #: lower clip range: the ratio π_θ/π_old is clipped below at 1 − eps_low (binds for negative advantages).
     eps_low: float = 0.2
     #: upper clip range: clipped above at 1 + eps_high (binds for positive advantages); a value different

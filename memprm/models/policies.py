@@ -70,9 +70,11 @@ def trainable_subset(
             continue
         if name == "head.weight":
             mask = param.new_zeros(param.shape)  # [1, feature_dim]
-            lo, hi = {"structural": (0, structural_dim()), "kinds": (0, kind_rank_dim())}.get(
-                which, (kind_rank_dim(), structural_dim())
-            )
+            lo, hi = {
+                "structural": (0, structural_dim()),
+                "kinds": (0, kind_rank_dim()),
+                "match": (kind_rank_dim(), structural_dim()),
+            }[which]
             mask[:, lo:hi] = 1.0
             handles.append(param.register_hook(lambda g, m=mask: g * m.to(g.device)))
         else:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 _DEFAULT_TARGETS = {"scoring": ("query", "value"), "causal": ("q_proj", "v_proj")}
 DTYPES = ("float32", "bfloat16", "float16")
 #: the values of ``grpo.trainable`` / ``sft.trainable`` (documented on :class:`memprm.models.grpo_config.GRPOConfig`).
-TRAINABLE_SUBSETS = ("all", "structural", "kinds", "match")
+TrainableSubset = Literal["all", "structural", "kinds", "match"]
+TRAINABLE_SUBSETS: tuple[str, ...] = get_args(TrainableSubset)
 STRUCTURAL_NEEDS = (
     "{setting}=structural (or kinds, match) needs policy.kind=scoring with policy.scorer=two_tower (the structural features "
     "are the two-tower head's), got policy.kind={kind}, policy.scorer={scorer}"

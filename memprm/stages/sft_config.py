@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-from memprm.models.policy_config import TRAINABLE_SUBSETS
+from memprm.models.policy_config import TRAINABLE_SUBSETS, TrainableSubset
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,7 @@ class SFTConfig:
     #: structural features, so ``structural`` can imitate it on dialogues SFT never saw, where ``all`` fits the
     #: train dialogues' texts (experiments/README.md, "SFT that generalizes"). Needs ``policy.kind=scoring`` with
     #: ``policy.scorer=two_tower`` unless ``all`` (a causal or pair-scorer config sets ``sft.trainable: all``).
-    trainable: Literal["all", "structural", "kinds", "match"] = "structural"
+    trainable: TrainableSubset = "structural"
 
     def __post_init__(self) -> None:
         if self.steps < 0 or self.lr <= 0 or self.batch_size < 1:
