@@ -311,6 +311,8 @@ def test_dev_selection_keeps_the_best_and_loads_it_at_the_end(tmp_path):
     fresh = nn.Linear(2, 1)
     load_trainable(fresh, cb.best_path)
     assert torch.all(fresh.weight == 2.0)
+    load_trainable(fresh, cb.last_path)  # where training ended, written before the best were loaded
+    assert torch.all(fresh.weight == 6.0)
     doc = json.loads((tmp_path / "dev_selection.json").read_text())
     assert doc["best_step"] == 2 and [h["step"] for h in doc["history"]] == [0, 2, 4, 6]
     assert [h["rollouts"] for h in doc["history"]] == [0, 10, 20, 30]

@@ -47,6 +47,8 @@ def test_policy_state_reads_each_file_and_names_a_missing_one(tmp_path):
     torch.save({"state_dict": {"other.x": torch.zeros(1)}}, tmp_path / "grpo" / "checkpoints" / "last.ckpt")
     with pytest.raises(SystemExit, match="no 'policy.' weights"):
         ev.policy_state(tmp_path, "last")
+    torch.save({"head.weight": torch.full((1, 3), 3.0)}, tmp_path / "grpo" / "last_policy.pt")
+    assert float(ev.policy_state(tmp_path, "last")["head.weight"][0, 0]) == 3.0  # the final step's file first
 
 
 def test_paired_difference_and_table():

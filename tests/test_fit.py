@@ -49,7 +49,8 @@ def test_fit_runs_every_stage_then_reuses_stage_one(tmp_path):
         "grpo/dev_selection.json",
     ):
         assert (run / f).exists(), f
-    assert set(res.test) == {"heuristic teacher", "untrained", "SFT", "GRPO (ours)"}
+    ended = {"GRPO (ours) last step 2"} if res.grpo.best_step != 2 else set()  # dev kept step 0: both tested
+    assert set(res.test) == {"heuristic teacher", "untrained", "SFT", "GRPO (ours)"} | ended
     assert all(0.0 <= r.accuracy <= 1.0 for r in res.test.values())
     assert "| GRPO (ours) |" in res.table and len(res.sft_losses) == 20
     history = json.loads((run / "grpo" / "dev_selection.json").read_text())["history"]
@@ -76,7 +77,8 @@ def test_fit_runs_every_stage_then_reuses_stage_one(tmp_path):
     # a second arm of the same seed: stage one reused, the baselines not re-tested
     arm = load_config(None, [*TINY, f"output_dir={tmp_path}", "fit.run_name=outcome", "arm=outcome_only",
                              "grpo.advantage_mode=outcome", "rollout.shaping=none", "grpo.max_steps=6",
-                             "grpo.max_batches=2", f"fit.stage_one_dir={run}", "fit.test_baselines=false"])  # fmt: skip
+                             "grpo.max_batches=2", f"fit.stage_one_dir={run}", "fit.test_baselines=false",
+                             "dev_selection.every_n_steps=100", "dev_selection.at_end=false"])  # fmt: skip
     # 2 batches x 2 PPO epochs can make at most 4 of the 6 steps: the batch budget ends the stage (and says so)
     # instead of rolling out forever when groups tie
     counter2 = _CountBatches()
@@ -85,7 +87,15 @@ def test_fit_runs_every_stage_then_reuses_stage_one(tmp_path):
     # every batch with contrast makes ppo_epochs optimizer steps (one mini-batch each), a tied one none
     assert res2.grpo.batches == counter2.batches == 2 and arm.grpo.minibatch_size == 0
     assert res2.grpo.steps == arm.grpo.ppo_epochs * counter2.trained == 2 * counter2.trained
-    assert set(res2.test) == {"GRPO (outcome_only)"}
+    # dev selection saw step 0 only, so it keeps it; where training ended is tested beside it
+    steps = res2.grpo.steps
+    assert res2.grpo.best_step == 0 and steps > 0, "no batch had contrast: nothing to test"
+    assert set(res2.test) == {"GRPO (outcome_only)", f"GRPO (outcome_only) last step {steps}"}
+    outcome = tmp_path / "outcome"
+    kept, ended = (
+        torch.load(outcome / f, weights_only=True) for f in ("policy_grpo.pt", "grpo/last_policy.pt")
+    )
+    assert kept.keys() == ended.keys() and any(not torch.equal(kept[k], ended[k]) for k in kept)
     assert not (tmp_path / "outcome" / "critic").exists() and not (tmp_path / "outcome" / "teacher").exists()
     assert res2.seconds["critic"] < res.seconds["critic"]
 

@@ -9,8 +9,9 @@ dialogues no split of the run holds (indices after its RL dialogues: the generat
 its index alone), so a recipe can be chosen on ~50 questions per dialogue × ``--fresh``, with intervals
 clustered by dialogue and paired tests against the run's own SFT policy:
 
-- ``sft``: ``policy_sft.pt``; ``selected``: ``policy_grpo.pt`` (dev selection's pick); ``last``: the policy
-  of ``grpo/checkpoints/last.ckpt`` (where training ended: the cleanest answer to "did training help").
+- ``sft``: ``policy_sft.pt``; ``selected``: ``policy_grpo.pt`` (dev selection's pick); ``last``: where
+  training ended, ``grpo/last_policy.pt`` (older runs: ``grpo/checkpoints/last.ckpt``); the cleanest answer
+  to "did training help".
 
 ``--shift "merge/event=-4,merge/profile=-4"`` (repeatable) adds a row of the SFT policy with those of the head's
 16 text-free weights (:func:`memprm.models.two_tower.structural_names`) moved by the given amounts: what a

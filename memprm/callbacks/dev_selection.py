@@ -2,7 +2,8 @@
 
 Every ``every_n_steps`` optimizer steps the policy is evaluated greedily on the dev selection half (never on
 test dialogues); the best weights are kept, written to ``best_policy.pt`` and copied back into the policy when
-training ends, so the test evaluation that follows uses them. Details on :class:`DevCheckpointSelection`.
+training ends (the final step's weights first written to ``last_policy.pt``), so the test evaluation that
+follows uses them and can test where training ended too. Details on :class:`DevCheckpointSelection`.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ class DevCheckpointSelection(Callback):
     earlier step) are kept as a CPU copy of the policy's trainable parameters and written to
     ``dirpath/best_policy.pt`` (the format of :func:`memprm.models.trainable.save_trainable`, loadable with
     ``load_trainable``), with ``dirpath/dev_selection.json`` holding the history (step, accuracy, and rollouts
-    played on all ranks so far, read from the datamodule's ``rollouts_played``). ``on_train_end`` copies the
-    best weights into the policy, so what follows (the test evaluation) uses them.
+    played on all ranks so far, read from the datamodule's ``rollouts_played``). ``on_train_end`` writes the
+    final step's weights to ``dirpath/last_policy.pt`` (same format) and then copies the best weights into the
+    policy, so what follows (the test evaluation) uses them, and can also test where training ended.
 
     Test questions never select a checkpoint: the constructor takes the dialogues the closure evaluates on
     and refuses any of them whose id is a test dialogue's. Under manual optimization a batch may take several
@@ -84,6 +86,11 @@ class DevCheckpointSelection(Callback):
     @property
     def best_path(self) -> Path:
         return self.dirpath / "best_policy.pt"
+
+    @property
+    def last_path(self) -> Path:
+        """Where training ended: the policy's weights at ``on_train_end``, before the best are loaded."""
+        return self.dirpath / "last_policy.pt"
 
     @staticmethod
     def _policy(pl_module: LightningModule) -> nn.Module:
@@ -161,9 +168,13 @@ class DevCheckpointSelection(Callback):
         step = int(trainer.global_step)
         if self.cfg.at_end and (not self.history or self.history[-1][0] != step):
             self._run(trainer, pl_module)
+        policy = self._policy(pl_module)
+        last = trainable_state(policy)
+        if trainer.is_global_zero and last:
+            atomic_torch_save(last, self.last_path)
         if self.best_state is None:
             return
-        load_trainable_state(self._policy(pl_module), self.best_state)
+        load_trainable_state(policy, self.best_state)
         self._log(
             trainer, {"dev/best_accuracy": self.best_score, "dev/best_step": float(self.best_step)}, step
         )

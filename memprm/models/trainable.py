@@ -69,24 +69,27 @@ def load_trainable(module: nn.Module, path: Path) -> None:
     load_trainable_state(module, state, where=str(path))
 
 
-#: a fit run's policy files: SFT's, dev selection's pick, and where GRPO ended (a Lightning checkpoint).
-RUN_POLICY_FILES = {"sft": "policy_sft.pt", "selected": "policy_grpo.pt", "last": "grpo/checkpoints/last.ckpt"}
+#: a fit run's policy files: SFT's, dev selection's pick, and where GRPO ended.
+RUN_POLICY_FILES = {"sft": "policy_sft.pt", "selected": "policy_grpo.pt", "last": "grpo/last_policy.pt"}
+#: where GRPO ended for runs from before ``last_policy.pt`` existed: the newest resume checkpoint (at the final
+#: step when ``grpo.checkpoint_every`` divides it)
+LEGACY_LAST = "grpo/checkpoints/last.ckpt"
 
 
 def run_policy_state(run: Path, which: str) -> dict[str, torch.Tensor]:
     """The trainable state of run folder ``run``'s ``which`` policy (:data:`RUN_POLICY_FILES`); for ``last``
-    the checkpoint's ``policy.`` entries, prefix removed. A missing file or policy raises
-    ``FileNotFoundError`` / ``ValueError`` naming the file."""
+    without ``last_policy.pt``, the ``policy.`` entries of :data:`LEGACY_LAST` (prefix removed). A missing
+    file or policy raises ``FileNotFoundError`` / ``ValueError`` naming the file."""
     if which not in RUN_POLICY_FILES:
         raise ValueError(f"run_policy_state: which must be one of {sorted(RUN_POLICY_FILES)}, got {which!r}")
     path = Path(run) / RUN_POLICY_FILES[which]
+    if which == "last" and not path.is_file() and (Path(run) / LEGACY_LAST).is_file():
+        path = Path(run) / LEGACY_LAST
+        state = torch.load(path, map_location="cpu", weights_only=False).get("state_dict", {})
+        out = {k[len("policy.") :]: v for k, v in state.items() if k.startswith("policy.")}
+        if not out:
+            raise ValueError(f"{path} holds no 'policy.' weights (not a GRPO checkpoint?)")
+        return out
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist (did the run finish its {which} stage?)")
-    obj = torch.load(path, map_location="cpu", weights_only=which != "last")
-    if which != "last":
-        return obj
-    state = obj.get("state_dict", {}) if isinstance(obj, dict) else {}
-    out = {k[len("policy.") :]: v for k, v in state.items() if k.startswith("policy.")}
-    if not out:
-        raise ValueError(f"{path} holds no 'policy.' weights (not a GRPO checkpoint?)")
-    return out
+    return torch.load(path, map_location="cpu", weights_only=True)

@@ -11,7 +11,7 @@ from memprm.data.records import Dialogue
 from memprm.env.evaluate import EvalResult, evaluate_manager, greedy_manager
 from memprm.env.memory_env import Manager, MemoryEnv
 from memprm.inspect.trail import TEST_TRAIL, TrailRecorder
-from memprm.models.trainable import load_trainable_state, trainable_state
+from memprm.models.trainable import load_trainable_state, run_policy_state, trainable_state
 from memprm.stages.run_context import Run, StageResult
 
 
@@ -82,8 +82,11 @@ def test(cfg, run: Run) -> StageResult:
 
 def evaluate_states(cfg, run: Run) -> dict[str, EvalResult]:
     """Test accuracy of every policy state the run has, beside the heuristic teacher (``fit.test_baselines``;
-    else the final state only); every exam is audited into ``test_audit.jsonl``, with the critic's φ at each
-    gate when the run has a critic. The policy is left as training left it."""
+    else the GRPO states only, or the final state without GRPO); every exam is audited into
+    ``test_audit.jsonl``, with the critic's φ at each gate when the run has a critic. GRPO's states are dev
+    selection's pick, ``GRPO (<arm>)``, and, when dev selection kept an earlier step, where training ended,
+    ``GRPO (<arm>) last step <n>``: so a kept step 0 never hides what training did. The policy is left as
+    training left it."""
     critic = run.out.critic
     trail = TrailRecorder(cfg.credit, critic.critic.score if critic is not None else None)
     current = trainable_state(run.policy)
@@ -92,6 +95,7 @@ def evaluate_states(cfg, run: Run) -> dict[str, EvalResult]:
         states["SFT"] = run.snapshots["SFT"]
     if "grpo" in cfg.fit.stages:
         states[f"GRPO ({cfg.arm})"] = current
+        states.update(_last_step(cfg, run))
     env, test_dialogues = run.stack.env, run.splits["test"]
     results = {}
     if cfg.fit.test_baselines:
@@ -100,8 +104,9 @@ def evaluate_states(cfg, run: Run) -> dict[str, EvalResult]:
         results["heuristic teacher"] = evaluate_manager(
             env, test_dialogues, teacher, "test: teacher", audit=True, on_dialogue=observer
         )
-    else:  # the run's final policy only
-        states = dict([list(states.items())[-1]])
+    else:  # the run's final policy only (GRPO's two states when it has them)
+        grpo = {k: v for k, v in states.items() if k.startswith("GRPO (")}
+        states = grpo or dict([list(states.items())[-1]])
     for name, state in states.items():
         load_trainable_state(run.policy, state)
         manager = greedy_manager(run.policy)
@@ -111,3 +116,11 @@ def evaluate_states(cfg, run: Run) -> dict[str, EvalResult]:
     load_trainable_state(run.policy, current)
     trail.write(run.dir / TEST_TRAIL)
     return results
+
+
+def _last_step(cfg, run: Run) -> dict[str, dict]:
+    """``{"GRPO (<arm>) last step <n>": state}`` when dev selection kept a step before GRPO's last, else {}."""
+    out = run.out.grpo
+    if out is None or out.best_step is None or out.best_step == out.steps:
+        return {}
+    return {f"GRPO ({cfg.arm}) last step {out.steps}": run_policy_state(run.dir, "last")}
