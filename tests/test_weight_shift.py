@@ -51,8 +51,8 @@ def test_shift_names_values_and_tables(tmp_path, capsys):
 def test_errors_name_the_file(tmp_path):
     ws = load_tool("weight_shift")
     run = _run(tmp_path, sft_row=torch.zeros(16), grpo_row=torch.zeros(16), history=[])
-    (run / "grpo" / "checkpoints" / "last.ckpt").unlink()
-    with pytest.raises(SystemExit, match="last.ckpt does not exist"):
+    (run / "grpo" / "checkpoints" / "last.ckpt").unlink()  # neither last_policy.pt nor the older checkpoint
+    with pytest.raises(SystemExit, match=r"last_policy.pt does not exist \(did the run finish its GRPO stage"):
         ws.run_shift(run)
     torch.save({"other.weight": torch.zeros(1, 16)}, run / "policy_sft.pt")
     with pytest.raises(SystemExit, match="policy_sft.pt: expected one 'head.weight'"):

@@ -91,5 +91,6 @@ def run_policy_state(run: Path, which: str) -> dict[str, torch.Tensor]:
             raise ValueError(f"{path} holds no 'policy.' weights (not a GRPO checkpoint?)")
         return out
     if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist (did the run finish its {which} stage?)")
+        stage = "SFT" if which == "sft" else "GRPO"
+        raise FileNotFoundError(f"{path} does not exist (did the run finish its {stage} stage?)")
     return torch.load(path, map_location="cpu", weights_only=True)
