@@ -169,8 +169,7 @@ class DevCheckpointSelection(Callback):
         if self.cfg.at_end and (not self.history or self.history[-1][0] != step):
             self._run(trainer, pl_module)
         policy = self._policy(pl_module)
-        last = trainable_state(policy)
-        if trainer.is_global_zero and last:
+        if trainer.is_global_zero and (last := trainable_state(policy)):
             atomic_torch_save(last, self.last_path)
         if self.best_state is None:
             return

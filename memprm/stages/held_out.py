@@ -93,9 +93,7 @@ def evaluate_states(cfg, run: Run) -> dict[str, EvalResult]:
     states = {"untrained": run.snapshots["untrained"]}
     if "sft" in cfg.fit.stages and cfg.sft.steps > 0:
         states["SFT"] = run.snapshots["SFT"]
-    if "grpo" in cfg.fit.stages:
-        states[f"GRPO ({cfg.arm})"] = current
-        states.update(_last_step(cfg, run))
+    grpo = {f"GRPO ({cfg.arm})": current, **_last_step(cfg, run)} if "grpo" in cfg.fit.stages else {}
     env, test_dialogues = run.stack.env, run.splits["test"]
     results = {}
     if cfg.fit.test_baselines:
@@ -104,8 +102,8 @@ def evaluate_states(cfg, run: Run) -> dict[str, EvalResult]:
         results["heuristic teacher"] = evaluate_manager(
             env, test_dialogues, teacher, "test: teacher", audit=True, on_dialogue=observer
         )
+        states |= grpo
     else:  # the run's final policy only (GRPO's two states when it has them)
-        grpo = {k: v for k, v in states.items() if k.startswith("GRPO (")}
         states = grpo or dict([list(states.items())[-1]])
     for name, state in states.items():
         load_trainable_state(run.policy, state)
