@@ -108,3 +108,32 @@ def test_teacher_row_is_the_test_protocol_on_the_fresh_dialogues(tmp_path):
     stack = build_stack(cfg)
     want = evaluate_manager(stack.env, fresh, greedy_manager(as_gate_policy(stack.teacher)), progress=False)
     assert rows[0]["accuracy"] == pytest.approx(want.accuracy) and rows[0]["n_questions"] == want.n_questions
+
+
+def test_oracle_notes_rows_swap_the_note_writer_only_for_their_rows(tmp_path):
+    """--oracle-notes: the teacher and key merging played over the annotation notes; the rows before them
+    (here the teacher with the run's notes) keep the run's note writer."""
+    from memprm.config import config_yaml
+    from memprm.env.evaluate import evaluate_manager, greedy_manager
+    from memprm.env.managers import GoldDecisionManager, as_gate_policy
+    from memprm.env.stack import build_stack
+    from memprm.llm.notes import CachedNotes, OracleNoteWriter
+
+    ev = load_tool("eval_run")
+    tiny = [*TINY, "embedder.kind=hashing", "embedder.dim=256", "reader.calibrate_abstention=false"]
+    cfg = load_config(None, tiny)
+    (tmp_path / "config.yaml").write_text(config_yaml(cfg))
+    rows = ev.evaluate_run(tmp_path, 2, [], [], teacher=True, oracle_notes=True)
+    assert [r["policy"] for r in rows] == [
+        "heuristic teacher", "annotation notes: teacher", "annotation notes: store=notes, merge=key"
+    ]
+    fresh = list(load_source(load_config(None, [*tiny, *ev.fresh_overrides(cfg, 2)]).data)["rl"])[2:]
+    stack = build_stack(cfg)
+    rules = evaluate_manager(stack.env, fresh, greedy_manager(as_gate_policy(stack.teacher)), progress=False)
+    stack.env.notes = CachedNotes(OracleNoteWriter())
+    key = GoldDecisionManager([], cfg.policy.merge_candidates, store="notes", merge="key")
+    want = [evaluate_manager(stack.env, fresh, greedy_manager(as_gate_policy(m)), progress=False)
+            for m in (stack.teacher, key)]  # fmt: skip
+    got = [(r["accuracy"], r["entries"]) for r in rows]
+    assert got == [(x.accuracy, x.entries) for x in (rules, *want)]
+    assert got[0] != got[1]  # the annotation notes change the teacher's bank

@@ -19,7 +19,10 @@ direction in that space is worth, the ceiling a ``grpo.trainable=kinds`` run can
 adds the heuristic teacher (the manager SFT imitates) on the same dialogues; ``--oracles`` the annotation oracle
 (gold notes) and the gold-decision manager (:class:`~memprm.env.managers.GoldDecisionManager`: the annotations
 decide, the note writer's notes are written; the ceiling of a policy over the same notes), then with one of
-its two decisions (whether to store, where to merge) taken by the teacher's rule instead.
+its two decisions (whether to store, where to merge) taken by the teacher's rule instead. ``--oracle-notes``
+adds the teacher and the key-merging manager (store = notes, merge = key) played with the annotation notes
+in place of the note writer's: how far the key direction could lead with a perfect note writer (analysis
+only: annotations are read).
 
 Each run is read with its own ``config.yaml`` and reader calibration; synthetic runs only. Printed: one
 table row per (run, policy) with accuracy, 95% interval, per category, entries, versions per entry and,
@@ -114,11 +117,14 @@ def evaluate_run(
     shifts: list[str] = (),
     teacher: bool = False,
     oracles: bool = False,
+    oracle_notes: bool = False,
 ) -> list[dict]:
     """Rows for one run: each policy of ``policies``, then SFT moved by each of ``shifts``, then (``teacher``)
-    the heuristic teacher, then (``oracles``) the two annotation managers, played on the run's ``fresh`` fresh
-    dialogues; ``on_row(row)`` is called as each one is done."""
+    the heuristic teacher, then (``oracles``) the two annotation managers, then (``oracle_notes``) the teacher
+    and key merging over the annotation notes, played on the run's ``fresh`` fresh dialogues; ``on_row(row)``
+    is called as each one is done."""
     from memprm.env.managers import GoldDecisionManager, OracleManager, as_gate_policy
+    from memprm.llm.notes import CachedNotes, OracleNoteWriter
     from memprm.models.policies import build_policy
 
     if not (run / "config.yaml").is_file():
@@ -144,13 +150,25 @@ def evaluate_run(
             manager = GoldDecisionManager(dialogues, cfg.policy.merge_candidates, store=store, merge=merge,
                                           embedder=stack.embedder, merge_threshold=cfg.teacher.merge_threshold)
             wanted.append((f"gold decisions: store={store}, merge={merge}", manager))
+    writers = {}  # row name -> the note writer it is played with (default: the run's)
+    if oracle_notes:
+        key_merge = GoldDecisionManager([], cfg.policy.merge_candidates, store="notes", merge="key")
+        annotation_notes = CachedNotes(OracleNoteWriter())
+        for name, manager in (("teacher", stack.teacher), ("store=notes, merge=key", key_merge)):
+            writers[f"annotation notes: {name}"] = annotation_notes
+            wanted.append((f"annotation notes: {name}", manager))
+    run_notes = stack.env.notes
     for which, state in wanted:
         if callable(state):  # a fixed manager
             policy = as_gate_policy(state)
         else:
             policy = build_policy(cfg.policy).eval()
             load_trainable_state(policy, state, where=f"{run} {which}")
-        res = evaluate_manager(stack.env, dialogues, greedy_manager(policy), desc=f"{run.name} {which}")
+        stack.env.notes = writers.get(which, run_notes)
+        try:
+            res = evaluate_manager(stack.env, dialogues, greedy_manager(policy), desc=f"{run.name} {which}")
+        finally:
+            stack.env.notes = run_notes
         ci = res.interval()
         row = {
             "run": str(run), "policy": which, "accuracy": res.accuracy, "ci95": [ci.low, ci.high],
@@ -192,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shift", action="append", default=[], help='SFT with head weights moved: "merge/event=-4,..."')
     ap.add_argument("--teacher", action="store_true", help="also the heuristic teacher (the imitated manager)")
     ap.add_argument("--oracles", action="store_true", help="also the annotation oracle and the gold-decision manager")
+    ap.add_argument("--oracle-notes", action="store_true",
+                    help="also the teacher and key merging over the annotation notes (a perfect note writer)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
     ap.add_argument("--set", dest="overrides", nargs="*", default=[], help="dotted config overrides for every run")
     args = ap.parse_args(argv)
@@ -215,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for run in args.runs:
         evaluate_run(run, args.fresh, policies, args.overrides, on_row=keep, shifts=args.shift, teacher=args.teacher,
-                     oracles=args.oracles)
+                     oracles=args.oracles, oracle_notes=args.oracle_notes)
     print(markdown(rows))
     return 0
 
