@@ -30,6 +30,7 @@ from omegaconf import OmegaConf
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memprm.config import ConfigError, MemprmConfig, build, to_dict  # noqa: E402
+from memprm.configtools import load_yaml  # noqa: E402
 from memprm.data.source import load_source  # noqa: E402
 from memprm.env.evaluate import evaluate_manager  # noqa: E402
 from memprm.env.managers import noop_manager  # noqa: E402
@@ -52,13 +53,13 @@ def merged_config(files: Sequence[Path], overrides: Sequence[str] = ()) -> Mempr
     bad = [o for o in overrides if "=" not in o]
     if bad:
         raise ConfigError(f"overrides must look like key.sub=value, got {bad}")
-    parts = [OmegaConf.load(f) for f in files] + [OmegaConf.from_dotlist(list(overrides))]
+    parts = [load_yaml(f) for f in files] + [OmegaConf.from_dotlist(list(overrides))]
     raw = OmegaConf.to_container(OmegaConf.merge(OmegaConf.create({}), *parts), resolve=True)
     return build(MemprmConfig, raw or {}, where=" + ".join(map(str, files)))
 
 
 def check_overlay(path: Path) -> None:
-    overlay = OmegaConf.load(path)
+    overlay = load_yaml(path)
     bad = [k for k in ARM_KEYS if OmegaConf.select(overlay, k) is not None]
     if bad:
         raise ConfigError(f"{path}: a ladder overlay must not set {bad} (each arm's file does)")

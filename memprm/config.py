@@ -18,7 +18,7 @@ from typing import TypeVar
 from omegaconf import OmegaConf
 
 from memprm.callbacks.callback_config import DevSelectionConfig, DriftMonitorConfig, ShapingMonitorConfig
-from memprm.configtools import ConfigError, build, to_dict
+from memprm.configtools import ConfigError, build, load_yaml, to_dict
 from memprm.credit.presence import CreditConfig
 from memprm.credit.tiers import RelabelConfig
 from memprm.data.source import DataConfig
@@ -125,13 +125,11 @@ def config_yaml(cfg: MemprmConfig) -> str:
 def load_config(
     path: str | Path | None = None, overrides: Sequence[str] = (), cls: type[T] = MemprmConfig
 ) -> T:
-    """Defaults ← YAML file (optional) ← dotted overrides, as a validated ``cls`` instance."""
+    """Defaults ← YAML file (optional; its ``extends`` resolved, :func:`~memprm.configtools.load_yaml`) ← dotted
+    overrides, as a validated ``cls`` instance."""
     merged = OmegaConf.create({})
     if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file {p} does not exist")
-        merged = OmegaConf.merge(merged, OmegaConf.load(p))
+        merged = OmegaConf.merge(merged, load_yaml(path))
     if overrides:
         bad = [o for o in overrides if "=" not in o]
         if bad:

@@ -1,6 +1,7 @@
 """Generic config machinery: nested dicts → typed frozen dataclasses, with errors naming the dotted key.
 
-Kept free of section imports so any module (e.g. one that saves its own config) can use it.
+Kept free of section imports so any module (e.g. one that saves its own config) can use it. A YAML file may
+start from another with a top-level ``extends: other.yaml`` (:func:`load_yaml`).
 """
 
 from __future__ import annotations
@@ -10,13 +11,40 @@ import enum
 import types
 import typing
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
+
+from omegaconf import DictConfig, OmegaConf
 
 T = TypeVar("T")
 
 
 class ConfigError(ValueError):
     """A config value is unknown, of the wrong type, or invalid. The message names the dotted key."""
+
+
+def load_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> DictConfig:
+    """A YAML config file, with its ``extends`` resolved: ``extends: base.yaml`` (a path relative to the file)
+    loads that file first (itself resolved the same way) and merges this one over it; the key is dropped. An
+    arm that is another arm with a few settings changed says so once instead of copying its settings.
+
+    A missing file, an ``extends`` that is not one string, or a cycle is a :class:`ConfigError` naming the
+    files."""
+    p = Path(path)
+    chain = " -> ".join(map(str, (*_seen, p)))
+    if p.resolve() in {q.resolve() for q in _seen}:
+        raise ConfigError(f"config files extend each other in a cycle: {chain}")
+    if not p.is_file():
+        raise ConfigError(f"config file {p} does not exist" + (f" (extended by {chain})" if _seen else ""))
+    cfg = OmegaConf.load(p)
+    if not isinstance(cfg, DictConfig):
+        raise ConfigError(f"{p}: a config file must hold a mapping, got {type(cfg).__name__}")
+    base = cfg.pop("extends", None)
+    if base is None:
+        return cfg
+    if not isinstance(base, str) or not base:
+        raise ConfigError(f"{p}: extends must be one file name (a path relative to {p.parent}), got {base!r}")
+    return OmegaConf.merge(load_yaml(p.parent / base, (*_seen, p)), cfg)
 
 
 def build(cls: type[T], raw: Any, where: str = "", prefix: str = "") -> T:

@@ -51,6 +51,27 @@ def test_config_file_errors(tmp_path):
         load_config(None, ["seed"])
 
 
+def test_extends_loads_the_base_first_and_names_missing_files_and_cycles(tmp_path):
+    (tmp_path / "base.yaml").write_text("seed: 3\nretriever:\n  widths: {event: 6, profile: 3, verbatim: 3}\n")
+    (tmp_path / "sub").mkdir()
+    mid = tmp_path / "sub" / "mid.yaml"
+    mid.write_text("extends: ../base.yaml\nseed: 4\n")  # relative to the extending file
+    top = tmp_path / "top.yaml"
+    top.write_text("extends: sub/mid.yaml\nretriever:\n  widths: {event: 2}\n")
+    cfg = load_config(top, ["retriever.widths.profile=5"])
+    assert cfg.seed == 4 and dict(cfg.retriever.widths) == {"event": 2, "profile": 5, "verbatim": 3}
+    (tmp_path / "orphan.yaml").write_text("extends: gone.yaml\n")
+    with pytest.raises(ConfigError, match=r"gone.yaml does not exist \(extended by .*orphan.yaml"):
+        load_config(tmp_path / "orphan.yaml")
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    with pytest.raises(ConfigError, match=r"cycle: .*a.yaml -> .*b.yaml -> .*a.yaml"):
+        load_config(tmp_path / "a.yaml")
+    (tmp_path / "list.yaml").write_text("extends: [a.yaml]\n")
+    with pytest.raises(ConfigError, match="extends must be one file name"):
+        load_config(tmp_path / "list.yaml")
+
+
 @pytest.mark.parametrize("stages", ["[grpo,sft]", "[critic,test,grpo]", "[sft,sft]", "[critic,grpo,grpo]"])
 def test_fit_stages_out_of_order_or_twice_name_the_pipeline_order(stages):
     with pytest.raises(ConfigError, match=r"fit: fit.stages must list each stage once, in the pipeline order "
