@@ -91,17 +91,24 @@ def test_shift_moves_only_the_named_head_weights_and_rejects_bad_specs():
         ev.main(["runs/none", "--policies", "last", "--shift", "merge/event=-1"])
 
 
+def _tiny_run(folder):
+    """A run folder holding only the config.yaml of a tiny hashing-embedder config: (overrides, config)."""
+    from memprm.config import config_yaml
+
+    tiny = [*TINY, "embedder.kind=hashing", "embedder.dim=256", "reader.calibrate_abstention=false"]
+    cfg = load_config(None, tiny)
+    (folder / "config.yaml").write_text(config_yaml(cfg))
+    return tiny, cfg
+
+
 def test_teacher_row_is_the_test_protocol_on_the_fresh_dialogues(tmp_path):
     """--teacher: the heuristic teacher played on the same fresh dialogues, as evaluate_manager plays it."""
-    from memprm.config import config_yaml
     from memprm.env.evaluate import evaluate_manager, greedy_manager
     from memprm.env.managers import as_gate_policy
     from memprm.env.stack import build_stack
 
     ev = load_tool("eval_run")
-    tiny = [*TINY, "embedder.kind=hashing", "embedder.dim=256", "reader.calibrate_abstention=false"]
-    cfg = load_config(None, tiny)
-    (tmp_path / "config.yaml").write_text(config_yaml(cfg))
+    tiny, cfg = _tiny_run(tmp_path)
     rows = ev.evaluate_run(tmp_path, 2, [], [], teacher=True)
     assert [r["policy"] for r in rows] == ["heuristic teacher"] and rows[0]["dialogues"] == 2
     fresh = list(load_source(load_config(None, [*tiny, *ev.fresh_overrides(cfg, 2)]).data)["rl"])[2:]
@@ -113,16 +120,13 @@ def test_teacher_row_is_the_test_protocol_on_the_fresh_dialogues(tmp_path):
 def test_oracle_notes_rows_swap_the_note_writer_only_for_their_rows(tmp_path):
     """--oracle-notes: the teacher and key merging played over the annotation notes; the rows before them
     (here the teacher with the run's notes) keep the run's note writer."""
-    from memprm.config import config_yaml
     from memprm.env.evaluate import evaluate_manager, greedy_manager
     from memprm.env.managers import GoldDecisionManager, as_gate_policy
     from memprm.env.stack import build_stack
     from memprm.llm.notes import CachedNotes, OracleNoteWriter
 
     ev = load_tool("eval_run")
-    tiny = [*TINY, "embedder.kind=hashing", "embedder.dim=256", "reader.calibrate_abstention=false"]
-    cfg = load_config(None, tiny)
-    (tmp_path / "config.yaml").write_text(config_yaml(cfg))
+    tiny, cfg = _tiny_run(tmp_path)
     rows = ev.evaluate_run(tmp_path, 2, [], [], teacher=True, oracle_notes=True)
     assert [r["policy"] for r in rows] == [
         "heuristic teacher", "annotation notes: teacher", "annotation notes: store=notes, merge=key"

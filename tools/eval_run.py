@@ -137,7 +137,7 @@ def evaluate_run(
     dialogues = list(splits["rl"])[n_rl:]
     stack = build_stack(cfg)
     calibrate_reader(cfg, stack, splits)
-    rows, base = [], None
+    rows: list[dict] = []
     wanted = [(w, policy_state(run, w)) for w in policies]
     if shifts:
         sft = policy_state(run, "sft")
@@ -150,25 +150,16 @@ def evaluate_run(
             manager = GoldDecisionManager(dialogues, cfg.policy.merge_candidates, store=store, merge=merge,
                                           embedder=stack.embedder, merge_threshold=cfg.teacher.merge_threshold)
             wanted.append((f"gold decisions: store={store}, merge={merge}", manager))
-    writers = {}  # row name -> the note writer it is played with (default: the run's)
-    if oracle_notes:
-        key_merge = GoldDecisionManager([], cfg.policy.merge_candidates, store="notes", merge="key")
-        annotation_notes = CachedNotes(OracleNoteWriter())
-        for name, manager in (("teacher", stack.teacher), ("store=notes, merge=key", key_merge)):
-            writers[f"annotation notes: {name}"] = annotation_notes
-            wanted.append((f"annotation notes: {name}", manager))
-    run_notes = stack.env.notes
-    for which, state in wanted:
+    base = None
+
+    def play(which: str, state) -> None:
+        nonlocal base
         if callable(state):  # a fixed manager
             policy = as_gate_policy(state)
         else:
             policy = build_policy(cfg.policy).eval()
             load_trainable_state(policy, state, where=f"{run} {which}")
-        stack.env.notes = writers.get(which, run_notes)
-        try:
-            res = evaluate_manager(stack.env, dialogues, greedy_manager(policy), desc=f"{run.name} {which}")
-        finally:
-            stack.env.notes = run_notes
+        res = evaluate_manager(stack.env, dialogues, greedy_manager(policy), desc=f"{run.name} {which}")
         ci = res.interval()
         row = {
             "run": str(run), "policy": which, "accuracy": res.accuracy, "ci95": [ci.low, ci.high],
@@ -182,6 +173,17 @@ def evaluate_run(
         rows.append(row)
         if on_row is not None:
             on_row(row)
+
+    for which, state in wanted:
+        play(which, state)
+    if oracle_notes:  # the same managers' rows, with the annotation notes in place of the run's note writer
+        key_merge = GoldDecisionManager([], cfg.policy.merge_candidates, store="notes", merge="key")
+        run_notes, stack.env.notes = stack.env.notes, CachedNotes(OracleNoteWriter())
+        try:
+            for name, manager in (("teacher", stack.teacher), ("store=notes, merge=key", key_merge)):
+                play(f"annotation notes: {name}", manager)
+        finally:
+            stack.env.notes = run_notes
     return rows
 
 
