@@ -24,6 +24,7 @@ from memprm.config import load_config  # noqa: E402
 from memprm.data.source import load_source  # noqa: E402
 from memprm.env.stack import build_note_writer  # noqa: E402
 from memprm.llm.note_quality import note_quality  # noqa: E402
+from memprm.memory.embedder import build_embedder  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> dict:
         if bad:
             raise SystemExit(f"--dialogues {bad}: split {args.split!r} has {len(dialogues)} dialogues")
         dialogues = [dialogues[i] for i in args.dialogues]
-    writer = build_note_writer(cfg.notes, cfg.llm)
+    writer = build_note_writer(cfg.notes, cfg.llm, build_embedder(cfg.embedder), cfg.data.synthetic)
     q = note_quality(
         writer, tqdm(dialogues, desc="dialogues", unit="dialogue"), args.threshold, args.examples
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from memprm.data.synthetic import SyntheticConfig
 from memprm.env.exam import ReaderCache
 from memprm.env.memory_env import MemoryEnv
 from memprm.env.teacher import HeuristicTeacher, LLMTeacher
@@ -18,6 +19,7 @@ from memprm.llm.failures import set_max_failure_share
 from memprm.llm.judge import build_judge
 from memprm.llm.notes import CachedNotes, LLMNoteWriter, NoteWriterConfig, OracleNoteWriter
 from memprm.llm.probes import FactProbeGenerator, LLMProbeGenerator
+from memprm.llm.profile_tagger import TaggedNoteWriter, build_tagger
 from memprm.llm.reader import ExtractiveReader, LLMReader
 from memprm.llm.rule_notes import RuleNoteWriter
 from memprm.memory.embedder import Embedder, TimedEmbedder, build_embedder
@@ -83,6 +85,7 @@ def build_stack(cfg, stopwatch=None, shared_embedder: bool = True) -> Stack:
     :class:`~memprm.rollout.runner.Stopwatch`, embedding time is charged to it (key ``embed``)."""
     set_max_failure_share(cfg.llm.max_failure_share)
     emb = build_embedder(cfg.embedder, shared=shared_embedder)
+    writer = build_note_writer(cfg.notes, cfg.llm, emb, cfg.data.synthetic)  # the tagger's memo keys on emb
     if stopwatch is not None:
         emb = TimedEmbedder(emb, stopwatch)
     retriever = Retriever(emb, cfg.retriever)
@@ -101,14 +104,22 @@ def build_stack(cfg, stopwatch=None, shared_embedder: bool = True) -> Stack:
         if cfg.teacher.kind == "heuristic"
         else LLMTeacher(_client(cfg.llm, "teacher"))
     )
-    env = MemoryEnv(cfg.env, retriever, reader, judge, probes, build_note_writer(cfg.notes, cfg.llm))
+    env = MemoryEnv(cfg.env, retriever, reader, judge, probes, writer)
     return Stack(emb, retriever, env, teacher, stopwatch)
 
 
-def build_note_writer(cfg: NoteWriterConfig, llm: LLMRoles) -> CachedNotes:
-    """The note writer of ``notes.kind`` (``rules`` / ``llm`` / ``oracle``), memoized per turn."""
+def build_note_writer(
+    cfg: NoteWriterConfig, llm: LLMRoles, embedder: Embedder, synthetic: SyntheticConfig
+) -> CachedNotes:
+    """The note writer of ``notes.kind`` (``rules`` / ``tagged`` / ``llm`` / ``oracle``), memoized per turn.
+    ``tagged`` trains its tagger with ``embedder`` on ``synthetic`` data (:func:`build_tagger`)."""
     if cfg.kind == "rules":
         return CachedNotes(RuleNoteWriter())
+    if cfg.kind == "tagged":
+        tagger = build_tagger(cfg, synthetic, embedder)
+        return CachedNotes(
+            TaggedNoteWriter(RuleNoteWriter(), tagger, cfg.tagger_threshold, cfg.tagger_margin)
+        )
     if cfg.kind == "oracle":
         return CachedNotes(OracleNoteWriter())
     return CachedNotes(LLMNoteWriter(_client(llm, "notes")))

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from memprm.configtools import ConfigError
 from memprm.data.records import Turn
+from memprm.data.synthetic.phrasing import PHRASING_NAMES
 from memprm.llm.relative_time import format_date
 
 NOTE_LAYERS = ("event", "profile")
@@ -40,14 +41,38 @@ class NoteWriter(Protocol):
 
 @dataclass(frozen=True)
 class NoteWriterConfig:
-    #: ``rules`` (offline :class:`RuleNoteWriter`), ``llm`` (an endpoint, ``llm.notes``) or ``oracle``
-    #: (the data's fact annotations; analysis only, never a default: ``fit`` refuses it, see
-    #: :func:`refuse_oracle_notes`).
+    #: ``rules`` (offline :class:`RuleNoteWriter`), ``tagged`` (the rules plus the learned profile tagger of
+    #: :mod:`memprm.llm.profile_tagger` for turns the rules find no profile fact in), ``llm`` (an endpoint,
+    #: ``llm.notes``) or ``oracle`` (the data's fact annotations; analysis only, never a default: ``fit``
+    #: refuses it, see :func:`refuse_oracle_notes`).
     kind: str = "rules"
+    #: ``tagged``: the synthetic phrasing families whose train splits' fact annotations train the tagger
+    #: (generated with the run's ``data.synthetic`` settings, the phrasing swapped). Never the run's own
+    #: phrasing: the tagger would learn the measured family's templates.
+    tagger_phrasings: tuple[str, ...] = ("tuning", "heldout")
+    #: ``tagged``: the tagger writes a profile note only when its attribute's probability is at least this.
+    tagger_threshold: float = 0.5
+    #: ``tagged``: the loss weight of the "no profile fact" class (the other classes weigh 1); lower finds
+    #: more facts and writes more spurious notes.
+    tagger_none_weight: float = 0.3
+    #: ``tagged``: the value is the last candidate span whose similarity to the attribute's prototype is
+    #: within this of the best span's.
+    tagger_margin: float = 0.1
 
     def __post_init__(self) -> None:
-        if self.kind not in ("rules", "llm", "oracle"):
-            raise ValueError(f"notes.kind must be 'rules', 'llm' or 'oracle', got {self.kind!r}")
+        if self.kind not in ("rules", "tagged", "llm", "oracle"):
+            raise ValueError(f"notes.kind must be 'rules', 'tagged', 'llm' or 'oracle', got {self.kind!r}")
+        if self.kind == "tagged" and not self.tagger_phrasings:
+            raise ValueError("notes.tagger_phrasings is empty: notes.kind=tagged needs a family to train on")
+        unknown = [p for p in self.tagger_phrasings if p not in PHRASING_NAMES]
+        if unknown:
+            raise ValueError(f"notes.tagger_phrasings: unknown {unknown}; phrasings are {list(PHRASING_NAMES)}")
+        if not 0.0 <= self.tagger_threshold <= 1.0:
+            raise ValueError(f"notes.tagger_threshold must be in [0, 1], got {self.tagger_threshold}")
+        if not 0.0 < self.tagger_none_weight <= 1.0:
+            raise ValueError(f"notes.tagger_none_weight must be in (0, 1], got {self.tagger_none_weight}")
+        if self.tagger_margin < 0.0:
+            raise ValueError(f"notes.tagger_margin must be >= 0, got {self.tagger_margin}")
 
 
 def refuse_oracle_notes(cfg: NoteWriterConfig) -> None:

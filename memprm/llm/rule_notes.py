@@ -33,6 +33,7 @@ _CHATTER = frozenset(
 )
 #: words that carry no fact: the project's stop words, contractions, and the chatter lexicon above.
 _NOT_CONTENT = STOP_WORDS | _CHATTER | frozenset("i'm i've i'd i'll it's that's".split())
+NOT_CONTENT = _NOT_CONTENT  # public: the learned profile tagger's spans neither start nor end with one
 _FACT_VERBS = frozenset(
     "adopted bought moved started joined visited ran won finished graduated married quit began travelled "
     "traveled went got learned learnt took made painted baked signed launched opened volunteered attended "
