@@ -1,22 +1,14 @@
 """A learned profile tagger: the rule note writer's fallback for profile facts it has no construction for.
 
-The rule note writer (:mod:`memprm.llm.rule_notes`) reads the English constructions it knows and misses a
-profile fact phrased any other way ("Give me ramen any day, no other food comes close"). The tagger reads
-such turns statistically, with the weights it learned from *labelled turns of other phrasing families*: the
-synthetic train splits' fact annotations (each profile fact names its attribute key and value). Trained on
-families other than the one it is measured on, it never sees the measured sentences, so it cannot grade the
-generator's own templates (issue 23); it does see the same value pools (the families share values), which a
-note writer with world knowledge (an LLM) would know too.
-
-1. *Which attribute a turn states* (:meth:`ProfileTagger.attribute`): a linear softmax classifier on the
-   embedder's turn vector over the annotated attribute keys and ``"none"`` (:func:`train_softmax`).
-   ``"none"`` (most turns) is down-weighted in the loss by ``none_weight`` so the rare keys are found at all.
-2. *Its value* (:meth:`ProfileTagger.value`): the turn's candidate spans (:func:`candidate_spans`: one to
-   three words, no stop or chatter word at either end, no attribute noun) are scored by cosine with the key's
-   prototype, the mean vector of that key's training values; the last span within ``margin`` of the best
-   wins (:func:`last_within_margin`: a change is told old-then-new, "sold the Kia Soul, bought a Jeep").
-
-Deterministic: fixed initialization and full-batch Adam on the CPU.
+Trained on labelled turns of *other* phrasing families (the synthetic train splits' fact annotations: each
+profile fact names its key and value), it never sees the sentences it is measured on, so it cannot grade the
+generator's own templates (issue 23); it does see the shared value pools, as a note writer with world
+knowledge would. 1. *The attribute* (:meth:`ProfileTagger.attribute`): a linear softmax on the embedder's turn
+vector over the annotated keys and ``"none"`` (down-weighted by ``none_weight``; :func:`train_softmax`).
+2. *Its value* (:meth:`ProfileTagger.value`): among the turn's candidate spans (:func:`candidate_spans`), the
+last one within ``margin`` of the best cosine with the key's prototype, the mean vector of its training
+values (:func:`last_within_margin`: a change is told old-then-new). Deterministic: zero initialization,
+full-batch Adam on the CPU. :class:`TaggedNoteWriter` adds its note where the rules wrote no profile note.
 """
 
 from __future__ import annotations
