@@ -11,7 +11,7 @@ from memprm.config import load_config
 from memprm.configtools import ConfigError
 from memprm.data.records import Dialogue, Fact, Session, Turn
 from memprm.data.synthetic import SyntheticConfig, generate_synthetic
-from memprm.env.stack import build_note_writer
+from memprm.env.stack import build_note_writer, build_stack
 from memprm.llm.note_quality import note_quality
 from memprm.llm.notes import Note, NoteWriterConfig
 from memprm.llm.profile_tagger import (
@@ -170,3 +170,16 @@ def test_tagged_writer_finds_profile_facts_the_rules_miss_on_a_family_it_never_s
     added = q_tagged.notes - q_rules.notes
     assert q_tagged.matched - q_rules.matched >= 0.75 * added > 0
     assert build_tagger(cfg.notes, small, emb) is build_tagger(cfg.notes, small, emb)  # trained once
+
+
+def test_the_stack_builds_the_tagged_writer_from_config_and_its_tagger_once_per_settings():
+    cfg = load_config(
+        None,
+        ["notes.kind=tagged", "embedder.kind=hashing", "embedder.dim=64", "data.synthetic.n_dialogues=7"],
+    )
+    first, second = build_stack(cfg), build_stack(cfg)
+    assert isinstance(first.env.notes.writer, TaggedNoteWriter)
+    assert first.env.notes.writer.tagger is second.env.notes.writer.tagger  # trained once per process
+    assert set(first.env.notes.writer.tagger.keys) > {NONE}
+    other = build_stack(replace(cfg, notes=replace(cfg.notes, tagger_none_weight=0.5)))
+    assert other.env.notes.writer.tagger is not first.env.notes.writer.tagger
