@@ -20,6 +20,7 @@ from memprm.config import ConfigError, MemprmConfig, config_yaml
 from memprm.data.source import load_source
 from memprm.env.stack import build_stack, check_llm_keys
 from memprm.llm.notes import refuse_oracle_notes
+from memprm.llm.profile_tagger import check_tagger_phrasings
 from memprm.logs import set_progress_bars
 from memprm.memory.embedder import check_embedder
 from memprm.models.policy_config import STRUCTURAL_NEEDS
@@ -64,6 +65,7 @@ def open_run(cfg: MemprmConfig, grpo_callbacks: Sequence = ()) -> Run:
     the reader's calibration and the policy (built here, once, so every stage trains the same one)."""
     check_stage_one_critic(cfg)
     check_grpo_trainable(cfg)
+    check_tagger_phrasings(cfg.notes, cfg.data.synthetic)
     check_llm_keys(cfg)
     splits = load_source(cfg.data)
     check_embedder(cfg.embedder)

@@ -183,3 +183,14 @@ def test_the_stack_builds_the_tagged_writer_from_config_and_its_tagger_once_per_
     assert set(first.env.notes.writer.tagger.keys) > {NONE}
     other = build_stack(replace(cfg, notes=replace(cfg.notes, tagger_none_weight=0.5)))
     assert other.env.notes.writer.tagger is not first.env.notes.writer.tagger
+
+
+def test_fit_refuses_a_tagger_trained_on_the_run_s_own_phrasing_before_writing_anything(tmp_path):
+    from memprm.fit import fit
+
+    cfg = load_config(
+        None, ["notes.kind=tagged", "notes.tagger_phrasings=[standard]", f"output_dir={tmp_path / 'runs'}"]
+    )
+    with pytest.raises(ConfigError, match="tagger_phrasings"):
+        fit(cfg)
+    assert not (tmp_path / "runs").exists()

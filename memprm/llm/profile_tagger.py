@@ -196,16 +196,22 @@ class TaggedNoteWriter:
 _TAGGERS: dict[tuple, ProfileTagger] = {}
 
 
-def build_tagger(cfg: NoteWriterConfig, synthetic: SyntheticConfig, embedder: Embedder) -> ProfileTagger:
-    """The tagger trained on the train splits of ``cfg.tagger_phrasings`` (``synthetic`` with the phrasing
-    swapped), one per settings per process. Raises :class:`~memprm.configtools.ConfigError` (one line) when
-    those families include ``synthetic.phrasing``, the family the run reads."""
-    if synthetic.phrasing in cfg.tagger_phrasings:
+def check_tagger_phrasings(cfg: NoteWriterConfig, synthetic: SyntheticConfig) -> None:
+    """Raises :class:`~memprm.configtools.ConfigError` (one line) when ``notes.kind=tagged`` would train on
+    ``synthetic.phrasing``, the family the run reads (``fit`` checks this before it writes anything)."""
+    if cfg.kind == "tagged" and synthetic.phrasing in cfg.tagger_phrasings:
         raise ConfigError(
             f"notes.tagger_phrasings={list(cfg.tagger_phrasings)} includes data.synthetic.phrasing="
             f"{synthetic.phrasing!r}: the tagger would learn the templates it is measured on; train it on other "
             "families"
         )
+
+
+def build_tagger(cfg: NoteWriterConfig, synthetic: SyntheticConfig, embedder: Embedder) -> ProfileTagger:
+    """The tagger trained on the train splits of ``cfg.tagger_phrasings`` (``synthetic`` with the phrasing
+    swapped), one per settings per process. Raises :class:`~memprm.configtools.ConfigError` (one line) when
+    those families include ``synthetic.phrasing``, the family the run reads."""
+    check_tagger_phrasings(cfg, synthetic)
     memo = (
         cfg.tagger_phrasings,
         cfg.tagger_none_weight,
