@@ -172,7 +172,9 @@ class TaggedNoteWriter:
 
     A turn keeps the rules' notes. When they hold no profile note and the turn has no relative time expression
     (a dated turn tells an event), the tagger's attribute, if its probability is at least ``threshold``, and
-    its value become one more profile note, keyed ``<speaker>/<attribute>`` like the rules' notes.
+    its value become one more profile note, keyed ``<speaker>/<attribute>`` like the rules' notes. Its keys are
+    the annotations' (``language``); where the rules name an attribute otherwise (``learning`` for "I'm
+    learning Dutch"), one person's attribute can get two keys, and key merging keeps them apart.
     """
 
     def __init__(self, rules: NoteWriter, tagger: ProfileTagger, threshold: float, margin: float):
