@@ -131,6 +131,8 @@ def test_tagged_writer_adds_a_profile_note_only_where_the_rules_found_none_and_t
     assert TaggedNoteWriter(_Rules(()), tagger, 0.5, 0.1).notes(dated, MAY) == ()  # a dated turn: an event
     assert tagger.calls == calls
     assert TaggedNoteWriter(_Rules(()), _FixedTagger("food", 0.49, "ramen"), 0.5, 0.1).notes(turn, MAY) == ()
+    at_threshold = TaggedNoteWriter(_Rules(()), _FixedTagger("food", 0.5, "ramen"), 0.5, 0.1).notes(turn, MAY)
+    assert [n.key for n in at_threshold] == ["Ana/food"]  # a probability exactly at the threshold writes
     assert TaggedNoteWriter(_Rules(()), _FixedTagger(NONE, 0.9, "ramen"), 0.5, 0.1).notes(turn, MAY) == ()
     assert TaggedNoteWriter(_Rules(()), _FixedTagger("food", 0.9, None), 0.5, 0.1).notes(turn, MAY) == ()
 
