@@ -33,6 +33,11 @@ class Fact:
     #: a profile fact's (new) value ("nurse"); empty for events and sources without one.
     value: str = ""
 
+    @property
+    def is_profile(self) -> bool:
+        """A profile fact: an attribute key (not ``event:…``) and its value."""
+        return bool(self.key and self.value) and not self.key.startswith("event")
+
 
 @dataclass(frozen=True)
 class Turn:

@@ -33,7 +33,7 @@ def _profile_value(note: Note) -> str:
 
 def match_score(note: Note, fact: Fact) -> float:
     """How well ``note`` states ``fact`` (module docstring): value F1 for profile facts, text F1 otherwise."""
-    if fact.value and fact.key and not fact.key.startswith("event"):
+    if fact.is_profile:
         if note.layer != "profile":
             return 0.0
         return token_f1(_profile_value(note), fact.value)

@@ -140,7 +140,7 @@ class OracleNoteWriter:
     def notes(self, turn: Turn, said_on: datetime | None) -> tuple[Note, ...]:
         out = []
         for f in turn.facts:
-            if f.value and not f.key.startswith("event"):
+            if f.is_profile:
                 out.append(profile_note(f.speaker or turn.speaker, f.key, f.value, said_on))
             else:
                 out.append(Note("event", "", f.text))

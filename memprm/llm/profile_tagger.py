@@ -27,7 +27,7 @@ from memprm.data.records import Dialogue, Turn
 from memprm.data.synthetic import SyntheticConfig, generate_synthetic
 from memprm.llm.notes import Note, NoteWriter, NoteWriterConfig, profile_note
 from memprm.llm.relative_time import find as find_relative
-from memprm.llm.rule_notes import ATTRIBUTE_NOUNS, NOT_CONTENT
+from memprm.llm.rule_notes import ATTRIBUTE_NOUNS, NOT_CONTENT, WORD
 from memprm.memory.embedder import Embedder
 
 #: the label of a turn that states no profile fact.
@@ -46,18 +46,17 @@ class TaggerExamples:
 
 
 def tagger_examples(dialogues: Iterable[Dialogue]) -> TaggerExamples:
-    """Every turn of ``dialogues`` with its label: the key of the turn's last profile fact (a fact with a key
-    that is not an ``event:`` key), else :data:`NONE`; and the values stated per key."""
+    """Every turn of ``dialogues`` with its label: the key of the turn's last profile fact
+    (:attr:`~memprm.data.records.Fact.is_profile`), else :data:`NONE`; and the values stated per key."""
     texts, labels, values = [], [], {}
     for d in dialogues:
         for s in d.sessions:
             for t in s.turns:
-                facts = [f for f in t.facts if f.key and not f.key.startswith("event")]
+                facts = [f for f in t.facts if f.is_profile]
                 texts.append(t.text)
                 labels.append(facts[-1].key if facts else NONE)
                 for f in facts:
-                    if f.value:
-                        values.setdefault(f.key, set()).add(f.value)
+                    values.setdefault(f.key, set()).add(f.value)
     return TaggerExamples(
         tuple(texts), tuple(labels), {k: tuple(sorted(v)) for k, v in sorted(values.items())}
     )
@@ -85,7 +84,6 @@ def train_softmax(
     return w.detach(), b.detach()
 
 
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 _CLAUSE = re.compile(r"[,;:.!?]")
 
 
@@ -95,7 +93,7 @@ def candidate_spans(text: str, skip: frozenset[str], nouns: frozenset[str], max_
     of ``nouns`` (attribute nouns: "food" is no food), in reading order."""
     out = []
     for clause in _CLAUSE.split(text):
-        words = list(_WORD.finditer(clause))
+        words = list(WORD.finditer(clause))
         for i in range(len(words)):
             for j in range(i, min(i + max_words, len(words))):
                 low = [m.group().lower() for m in words[i : j + 1]]
@@ -132,10 +130,11 @@ class ProfileTagger:
         embedder: Embedder,
         examples: TaggerExamples,
         none_weight: float,
-        skip: frozenset[str],
-        nouns: frozenset[str],
+        skip: frozenset[str] = NOT_CONTENT,
+        nouns: frozenset[str] = frozenset(ATTRIBUTE_NOUNS),
     ) -> ProfileTagger:
-        """Trains on ``examples``; raises ``ValueError`` when they hold no profile fact (nothing to learn)."""
+        """Trains on ``examples``; raises ``ValueError`` when they hold no profile fact (nothing to learn).
+        Candidate spans neither start nor end with a word of ``skip`` and hold no word of ``nouns``."""
         keys = sorted(set(examples.labels) | {NONE})
         if keys == [NONE] or not examples.values:
             raise ValueError("the tagger's training turns hold no profile fact with a key and value")
@@ -226,11 +225,10 @@ def build_tagger(cfg: NoteWriterConfig, synthetic: SyntheticConfig, embedder: Em
             for p in cfg.tagger_phrasings
             for d in generate_synthetic(replace(synthetic, phrasing=p))["train"]
         ]
-        _TAGGERS[memo] = ProfileTagger.fit(
-            embedder,
-            tagger_examples(dialogues),
-            cfg.tagger_none_weight,
-            NOT_CONTENT,
-            frozenset(ATTRIBUTE_NOUNS),
-        )
+        examples = tagger_examples(dialogues)
+        log.info(
+            "profile tagger: training on %d turns (%d with a profile fact) of the %s train splits",
+            len(examples.texts), sum(label != NONE for label in examples.labels), "/".join(cfg.tagger_phrasings),
+        )  # fmt: skip
+        _TAGGERS[memo] = ProfileTagger.fit(embedder, examples, cfg.tagger_none_weight)
     return _TAGGERS[memo]

@@ -32,16 +32,15 @@ _CHATTER = frozenset(
     "long hard but how goes can't cannot don't won't stop smiling must idea".split()
 )
 #: words that carry no fact: the project's stop words, contractions, and the chatter lexicon above.
-_NOT_CONTENT = STOP_WORDS | _CHATTER | frozenset("i'm i've i'd i'll it's that's".split())
-NOT_CONTENT = _NOT_CONTENT  # public: the learned profile tagger's spans neither start nor end with one
+NOT_CONTENT = STOP_WORDS | _CHATTER | frozenset("i'm i've i'd i'll it's that's".split())
 _FACT_VERBS = frozenset(
     "adopted bought moved started joined visited ran won finished graduated married quit began travelled "
     "traveled went got learned learnt took made painted baked signed launched opened volunteered attended "
     "completed met hiked played built fixed planted watched organised organized sang did tried helped had "
     "read gave sold switched retrained left".split()
 )
-_LEADING = _NOT_CONTENT | {"now", "new"}  # words a captured value never starts with
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
+_LEADING = NOT_CONTENT | {"now", "new"}  # words a captured value never starts with
+WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 _END = (
     r"(?=\s*(?:[,.!?;:]|\s(?:and|but|at|with|by|every|for|in|on|since|so|which|who|as|now|instead|lessons|"
     r"club|match|is getting)\b|$))"
@@ -181,7 +180,7 @@ def _profile_value(text: str, dated: bool = False) -> tuple[str, str, str] | Non
                 words.pop(0)
             value = " ".join(words)
             noun = m.group("a").lower()
-            if value and value.lower() not in _NOT_CONTENT and value.lower() not in ATTRIBUTE_NOUNS:
+            if value and value.lower() not in NOT_CONTENT and value.lower() not in ATTRIBUTE_NOUNS:
                 key = ATTRIBUTE_NOUNS[noun] or noun
                 return key, ATTRIBUTE_NAMES.get(key, key), value
     best: tuple[tuple[bool, int], str, str, str] | None = None
@@ -193,11 +192,11 @@ def _profile_value(text: str, dated: bool = False) -> tuple[str, str, str] | Non
             while words and words[0].lower() in _LEADING | _NOT_ATTRIBUTE:
                 words.pop(0)
             value = " ".join(words)
-            if not value or value.lower() in _NOT_CONTENT or any(w.lower() in _NOT_ATTRIBUTE for w in words):
+            if not value or value.lower() in NOT_CONTENT or any(w.lower() in _NOT_ATTRIBUTE for w in words):
                 continue
             if key is None:
                 phrase = m.group("a").lower().split()
-                if phrase[-1] in _NOT_CONTENT | _NOT_ATTRIBUTE or _THIRD_PARTY.search(f"my {phrase[-1]}"):
+                if phrase[-1] in NOT_CONTENT | _NOT_ATTRIBUTE or _THIRD_PARTY.search(f"my {phrase[-1]}"):
                     continue
                 if words[0].lower().endswith("ing"):  # "my street is selling …": a verb, not a value
                     continue
@@ -264,8 +263,8 @@ def _keep(clause: str) -> bool:
     """Step 2: a first-person clause with a content word outside the chatter lexicon, not about others."""
     if not _FIRST_PERSON.search(clause) or _about_others(clause):
         return False
-    words = [w.lower() for w in _WORD.findall(clause)]
-    return any(w not in _NOT_CONTENT for w in words)
+    words = [w.lower() for w in WORD.findall(clause)]
+    return any(w not in NOT_CONTENT for w in words)
 
 
 class RuleNoteWriter:
